@@ -1,0 +1,3 @@
+//! The scale ladder's library: the seeded synthetic corpus shared with the benches, and the
+//! report printer.
+#![forbid(unsafe_code)]

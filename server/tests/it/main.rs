@@ -1,0 +1,1 @@
+//! The server's one integration binary: real clients, schema snapshots, workspace tidiness.
