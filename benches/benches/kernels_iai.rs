@@ -1,0 +1,3 @@
+//! Placeholder until the bench lands.
+#![forbid(unsafe_code)]
+fn main() {}
