@@ -1,0 +1,3 @@
+//! Unit tests of the recall stages, one module per stage.
+
+mod fts_query;
