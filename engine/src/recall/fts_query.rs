@@ -22,6 +22,8 @@
 //! through); and a lone UTF-16 surrogate cannot occur in a Rust `&str` (the server refuses
 //! such input at its JSON boundary, as CPersona 2.6 does).
 
+use std::collections::HashSet;
+
 /// The most phrases one expression carries. A query longer than this many distinct terms
 /// (about a 260-character CJK query, or 128 long words) keeps its first phrases and says how
 /// many it dropped; the bound keeps one MATCH well inside FTS5's expression limits.
@@ -63,8 +65,9 @@ pub fn build_match(query: &str) -> Option<FtsMatch> {
 /// The de-duplicated terms of a query, in first-occurrence order, before any cut.
 pub fn fts_terms(query: &str) -> Vec<String> {
     let mut terms: Vec<String> = Vec::new();
-    let push = |term: String, terms: &mut Vec<String>| {
-        if !terms.contains(&term) {
+    let mut seen: HashSet<String> = HashSet::new();
+    let mut push = |term: String, terms: &mut Vec<String>| {
+        if seen.insert(term.clone()) {
             terms.push(term);
         }
     };

@@ -40,32 +40,34 @@ pub struct KeywordRow<'a> {
 }
 
 /// Plans the keyword pass, or `None` for a blank query (a blank query is a recency listing,
-/// not a keyword search).
+/// not a keyword search) or one whose every pattern exceeds the byte budget.
 pub fn plan(query: &str) -> Option<KeywordPlan> {
     let whole = query.trim_matches(super::fts_query::is_query_whitespace);
     if whole.is_empty() {
         return None;
     }
     let mut needles: Vec<String> = vec![whole.to_owned()];
-    for term in fts_terms(query) {
-        if !needles.contains(&term) {
-            needles.push(term);
-        }
-    }
+    needles.extend(fts_terms(query).into_iter().filter(|term| term != whole));
+    // A pattern that would overflow the byte budget is left out (counted); later, shorter
+    // ones may still fit.
+    let mut kept = Vec::with_capacity(needles.len());
     let mut patterns = Vec::with_capacity(needles.len());
     let mut bytes = 0usize;
-    let mut kept = 0usize;
-    for needle in &needles {
-        let pattern = format!("%{}%", escape_like(needle));
-        if bytes + pattern.len() > MAX_LIKE_PATTERN_BYTES && kept > 0 {
-            break;
+    let mut dropped_patterns = 0usize;
+    for needle in needles {
+        let pattern = format!("%{}%", escape_like(&needle));
+        if bytes + pattern.len() > MAX_LIKE_PATTERN_BYTES {
+            dropped_patterns += 1;
+            continue;
         }
         bytes += pattern.len();
         patterns.push(pattern);
-        kept += 1;
+        kept.push(needle);
     }
-    let dropped_patterns = needles.len() - kept;
-    needles.truncate(kept);
+    if patterns.is_empty() {
+        return None;
+    }
+    let needles = kept;
     Some(KeywordPlan { needles, patterns, dropped_patterns })
 }
 
