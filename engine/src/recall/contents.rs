@@ -245,10 +245,10 @@ fn parse_span(value: &Value) -> Option<(usize, usize)> {
 }
 
 fn serve(request: &ContentRequest, stored: StoredContent) -> Result<ContentItem, UnresolvedReason> {
-    if let Some(asked) = &request.revision {
-        if *asked != revision(&stored.text) {
-            return Err(UnresolvedReason::StaleRevision);
-        }
+    if let Some(asked) = &request.revision
+        && *asked != revision(&stored.text)
+    {
+        return Err(UnresolvedReason::StaleRevision);
     }
     let (content, range) = match request.span {
         Some((start, end)) => {

@@ -1,5 +1,8 @@
 //! Unit tests of the recall stages, one module per stage.
 
+mod calibrate;
 mod fts_query;
 mod fusion;
+mod gate;
 mod keyword;
+mod select;
