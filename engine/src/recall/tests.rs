@@ -1,6 +1,10 @@
 //! Unit tests of the recall stages, one module per stage.
 
 mod calibrate;
+mod candidate;
+mod confidence;
+mod contents;
+mod excerpt;
 mod fts_query;
 mod fusion;
 mod gate;
