@@ -93,8 +93,14 @@ pub enum CalibrationError {
     #[error("calibration got {vectors} vectors and {sessions} session labels")]
     LengthMismatch { vectors: usize, sessions: usize },
     /// Too few usable pairs.
-    #[error("too few pairs to calibrate: {null_pairs} null, {positive_pairs} positive, {needed} needed of each")]
-    TooFewPairs { null_pairs: usize, positive_pairs: usize, needed: usize },
+    #[error(
+        "too few pairs to calibrate: {null_pairs} null, {positive_pairs} positive, {needed} needed of each"
+    )]
+    TooFewPairs {
+        null_pairs: usize,
+        positive_pairs: usize,
+        needed: usize,
+    },
 }
 
 /// Calibrates from `vectors[i]` (any length, any norm; zero, non-finite or off-width rows
@@ -106,7 +112,10 @@ pub fn calibrate<S: Eq + Hash>(
     params: &CalibrationParams,
 ) -> Result<Calibration, CalibrationError> {
     if vectors.len() != sessions.len() {
-        return Err(CalibrationError::LengthMismatch { vectors: vectors.len(), sessions: sessions.len() });
+        return Err(CalibrationError::LengthMismatch {
+            vectors: vectors.len(),
+            sessions: sessions.len(),
+        });
     }
     let width = modal_width(vectors);
     let unit: Vec<Option<Vec<f64>>> = vectors.iter().map(|v| normalised(v, width)).collect();
@@ -116,7 +125,10 @@ pub fn calibrate<S: Eq + Hash>(
     let mut picked: Vec<usize> = if usable.len() <= params.null_rows {
         usable.clone()
     } else {
-        sample(&mut rng, usable.len(), params.null_rows).into_iter().map(|i| usable[i]).collect()
+        sample(&mut rng, usable.len(), params.null_rows)
+            .into_iter()
+            .map(|i| usable[i])
+            .collect()
     };
     picked.sort_unstable();
     let mut null = Vec::new();
@@ -154,12 +166,22 @@ pub fn calibrate<S: Eq + Hash>(
 
 /// The separation point: over `sweep_points` evenly spaced candidates between the smallest
 /// and largest observed cosine, the first maximiser of `TPR(t) + β·(1 − FPR(t))`.
-fn separation(mut null: Vec<f64>, mut positive: Vec<f64>, sampled_rows: usize, params: &CalibrationParams) -> Calibration {
+fn separation(
+    mut null: Vec<f64>,
+    mut positive: Vec<f64>,
+    sampled_rows: usize,
+    params: &CalibrationParams,
+) -> Calibration {
     null.sort_by(f64::total_cmp);
     positive.sort_by(f64::total_cmp);
     let lo = null[0].min(positive[0]);
     let hi = null[null.len() - 1].max(positive[positive.len() - 1]);
-    let admit = |sorted: &[f64], t: f64| ratio(sorted.len() - sorted.partition_point(|&v| v < t), sorted.len());
+    let admit = |sorted: &[f64], t: f64| {
+        ratio(
+            sorted.len() - sorted.partition_point(|&v| v < t),
+            sorted.len(),
+        )
+    };
     let steps = params.sweep_points.max(2);
     let mut best = (f64::NEG_INFINITY, lo);
     for step in 0..steps {
@@ -209,7 +231,11 @@ fn normalised(vector: &[f32], width: usize) -> Option<Vec<f64>> {
     if vector.len() != width || vector.iter().any(|x| !x.is_finite()) {
         return None;
     }
-    let norm = vector.iter().map(|&x| f64::from(x) * f64::from(x)).sum::<f64>().sqrt();
+    let norm = vector
+        .iter()
+        .map(|&x| f64::from(x) * f64::from(x))
+        .sum::<f64>()
+        .sqrt();
     (norm > 0.0).then(|| vector.iter().map(|&x| f64::from(x) / norm).collect())
 }
 
@@ -221,7 +247,11 @@ fn cosine(unit: &[Option<Vec<f64>>], i: usize, j: usize) -> f64 {
 }
 
 fn ratio(num: usize, den: usize) -> f64 {
-    if den == 0 { 0.0 } else { num as f64 / den as f64 }
+    if den == 0 {
+        0.0
+    } else {
+        num as f64 / den as f64
+    }
 }
 
 fn mean_std(values: &[f64]) -> (f64, f64) {

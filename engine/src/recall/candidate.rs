@@ -44,12 +44,18 @@ pub struct Ref {
 impl Ref {
     /// A memory reference.
     pub fn mem(id: i64) -> Ref {
-        Ref { kind: RefKind::Mem, id }
+        Ref {
+            kind: RefKind::Mem,
+            id,
+        }
     }
 
     /// An episode reference.
     pub fn ep(id: i64) -> Ref {
-        Ref { kind: RefKind::Ep, id }
+        Ref {
+            kind: RefKind::Ep,
+            id,
+        }
     }
 }
 
@@ -79,7 +85,9 @@ impl FromStr for Ref {
     /// Strict: `mem:` or `ep:`, then ASCII digits only (no sign, no spaces), a value in
     /// `1..=i64::MAX`. Leading zeros are refused so one row has one spelling.
     fn from_str(text: &str) -> Result<Ref, ParseRefError> {
-        let err = || ParseRefError { text: text.chars().take(64).collect() };
+        let err = || ParseRefError {
+            text: text.chars().take(64).collect(),
+        };
         let (kind, digits) = if let Some(rest) = text.strip_prefix("mem:") {
             (RefKind::Mem, rest)
         } else if let Some(rest) = text.strip_prefix("ep:") {
@@ -87,7 +95,9 @@ impl FromStr for Ref {
         } else {
             return Err(err());
         };
-        if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) || digits.starts_with('0')
+        if digits.is_empty()
+            || !digits.bytes().all(|b| b.is_ascii_digit())
+            || digits.starts_with('0')
         {
             return Err(err());
         }
@@ -115,7 +125,12 @@ pub enum Arm {
 
 impl Arm {
     /// Every arm in fusion order.
-    pub const ALL: [Arm; 4] = [Arm::VectorNear, Arm::VectorFar, Arm::EpisodeFts, Arm::MemoryKeyword];
+    pub const ALL: [Arm; 4] = [
+        Arm::VectorNear,
+        Arm::VectorFar,
+        Arm::EpisodeFts,
+        Arm::MemoryKeyword,
+    ];
 
     /// True for the two vector lists.
     pub fn is_vector(self) -> bool {
@@ -152,7 +167,11 @@ impl ArmHit {
     /// A hit whose raw score is a bm25 value from SQLite (lower is better there); it is
     /// negated so every raw score reads higher-is-better.
     pub fn from_bm25(r#ref: Ref, rank: usize, bm25: f64) -> ArmHit {
-        ArmHit { r#ref, rank, raw: Some(-bm25) }
+        ArmHit {
+            r#ref,
+            rank,
+            raw: Some(-bm25),
+        }
     }
 }
 
@@ -225,13 +244,19 @@ impl FusedCandidate {
 
     /// The row's best (smallest) rank over all arms; `usize::MAX` when it has no vote.
     pub fn best_rank(&self) -> usize {
-        self.votes.iter().map(|v| v.rank).min().unwrap_or(usize::MAX)
+        self.votes
+            .iter()
+            .map(|v| v.rank)
+            .min()
+            .unwrap_or(usize::MAX)
     }
 
     /// The key CPersona's stable sort preserves among equal scores: the first arm (in
     /// fusion order) that ranked the row, and the rank there.
     pub fn first_seen(&self) -> (usize, usize) {
-        self.votes.first().map_or((usize::MAX, usize::MAX), |v| (v.arm.order(), v.rank))
+        self.votes
+            .first()
+            .map_or((usize::MAX, usize::MAX), |v| (v.arm.order(), v.rank))
     }
 
     /// Records a cosine computed from the stored vector for a row no vector arm returned

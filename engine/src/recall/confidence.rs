@@ -100,7 +100,9 @@ pub fn confidence(params: &ConfidenceParams, input: &ConfidenceInput) -> Confide
         (None, Some(newest)) => (newest + range / 2.0, true),
         (None, None) => (effective_range / 2.0, true),
     };
-    let since_recall_factor = input.hours_since_last_recall.map_or(1.0, |h| 1.0 / (1.0 + h.max(0.0) * params.boost_decay_rate));
+    let since_recall_factor = input
+        .hours_since_last_recall
+        .map_or(1.0, |h| 1.0 / (1.0 + h.max(0.0) * params.boost_decay_rate));
     let boost = (input.recall_count as f64).ln_1p() * params.recall_boost * since_recall_factor;
     let floor = params.decay_ceil.min(params.decay_floor + boost);
     let time_decay = if input.deep {
@@ -111,11 +113,20 @@ pub fn confidence(params: &ConfidenceParams, input: &ConfidenceInput) -> Confide
     } else {
         floor.max(1.0 / (1.0 + age * params.decay_rate))
     };
-    let completion = if !input.deep && input.resolved == Some(true) { params.resolved_factor } else { 1.0 };
-    let recency = if !input.deep && input.recently_recalled { params.recent_recall_penalty } else { 1.0 };
+    let completion = if !input.deep && input.resolved == Some(true) {
+        params.resolved_factor
+    } else {
+        1.0
+    };
+    let recency = if !input.deep && input.recently_recalled {
+        params.recent_recall_penalty
+    } else {
+        1.0
+    };
     let base = match input.cosine {
         Some(cos) => {
-            let norm = ((cos - params.cosine_floor) / (params.cosine_ceil - params.cosine_floor)).clamp(0.0, 1.0);
+            let norm = ((cos - params.cosine_floor) / (params.cosine_ceil - params.cosine_floor))
+                .clamp(0.0, 1.0);
             (norm * time_decay).sqrt()
         }
         None => time_decay.sqrt(),

@@ -47,11 +47,20 @@ impl RecallConfig {
     pub fn validate(&self) -> Result<(), RecallError> {
         RecallDepth::new(self.depth.floor, self.depth.default, self.depth.max)?;
         if !(self.rrf_k.is_finite() && self.rrf_k >= 0.0) {
-            return Err(RecallError::InvalidSetting { name: "rrf_k", reason: "must be finite and >= 0" });
+            return Err(RecallError::InvalidSetting {
+                name: "rrf_k",
+                reason: "must be finite and >= 0",
+            });
         }
         let w = self.weights;
-        if [w.vector_near, w.vector_far, w.episode_fts, w.memory_keyword].iter().any(|x| !(x.is_finite() && *x >= 0.0)) {
-            return Err(RecallError::InvalidSetting { name: "weights", reason: "must be finite and >= 0" });
+        if [w.vector_near, w.vector_far, w.episode_fts, w.memory_keyword]
+            .iter()
+            .any(|x| !(x.is_finite() && *x >= 0.0))
+        {
+            return Err(RecallError::InvalidSetting {
+                name: "weights",
+                reason: "must be finite and >= 0",
+            });
         }
         Ok(())
     }

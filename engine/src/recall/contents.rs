@@ -139,12 +139,17 @@ pub struct ContentRequest {
 
 /// Parses the `refs` argument: checks 1..=20 entries, then each entry; a bad entry becomes
 /// an [`Unresolved`] rather than failing the call.
-pub fn parse_requests(refs: &[Value]) -> Result<Vec<Result<ContentRequest, Unresolved>>, RecallError> {
+pub fn parse_requests(
+    refs: &[Value],
+) -> Result<Vec<Result<ContentRequest, Unresolved>>, RecallError> {
     if refs.is_empty() {
         return Err(RecallError::NoRefs);
     }
     if refs.len() > MAX_REFS {
-        return Err(RecallError::TooManyRefs { given: refs.len(), max: MAX_REFS });
+        return Err(RecallError::TooManyRefs {
+            given: refs.len(),
+            max: MAX_REFS,
+        });
     }
     Ok(refs.iter().map(parse_entry).collect())
 }
@@ -172,18 +177,26 @@ pub fn get_contents<E>(
         let sent_ref = request.r#ref.to_string();
         let Some(stored) = fetch(request.r#ref)? else {
             response.missing.push(sent_ref.clone());
-            response.unresolved.push(Unresolved { r#ref: sent_ref, reason: UnresolvedReason::NotFound });
+            response.unresolved.push(Unresolved {
+                r#ref: sent_ref,
+                reason: UnresolvedReason::NotFound,
+            });
             continue;
         };
         let item = match serve(&request, stored) {
             Ok(item) => item,
             Err(reason) => {
-                response.unresolved.push(Unresolved { r#ref: sent_ref, reason });
+                response.unresolved.push(Unresolved {
+                    r#ref: sent_ref,
+                    reason,
+                });
                 continue;
             }
         };
         let cost = item_cost(&item);
-        if !response.items.is_empty() && (!response.deferred.is_empty() || used + cost > budget_chars) {
+        if !response.items.is_empty()
+            && (!response.deferred.is_empty() || used + cost > budget_chars)
+        {
             response.deferred.push(request.sent);
             continue;
         }
@@ -204,7 +217,10 @@ pub fn revision(text: &str) -> String {
 }
 
 fn parse_entry(entry: &Value) -> Result<ContentRequest, Unresolved> {
-    let invalid = |text: String| Unresolved { r#ref: text, reason: UnresolvedReason::InvalidRef };
+    let invalid = |text: String| Unresolved {
+        r#ref: text,
+        reason: UnresolvedReason::InvalidRef,
+    };
     let (ref_text, object) = match entry {
         Value::String(text) => (text.as_str(), None),
         Value::Object(map) => match map.get("ref") {
@@ -214,18 +230,29 @@ fn parse_entry(entry: &Value) -> Result<ContentRequest, Unresolved> {
         _ => return Err(invalid(entry.to_string())),
     };
     let r#ref: Ref = ref_text.parse().map_err(|_| invalid(ref_text.to_owned()))?;
-    let range_error = |reason| Unresolved { r#ref: ref_text.to_owned(), reason };
+    let range_error = |reason| Unresolved {
+        r#ref: ref_text.to_owned(),
+        reason,
+    };
     let mut span = None;
     let mut revision = None;
     if let Some(map) = object {
-        let asked: Vec<&str> = ["span", "node", "block"].into_iter().filter(|k| map.get(*k).is_some_and(|v| !v.is_null())).collect();
+        let asked: Vec<&str> = ["span", "node", "block"]
+            .into_iter()
+            .filter(|k| map.get(*k).is_some_and(|v| !v.is_null()))
+            .collect();
         if asked.len() > 1 {
             return Err(range_error(UnresolvedReason::InvalidRange));
         }
         match asked.first().copied() {
             Some("node") => return Err(range_error(UnresolvedReason::NoCurrentNodes)),
             Some("block") => return Err(range_error(UnresolvedReason::NoCurrentBlocks)),
-            Some(_) => span = Some(parse_span(&map["span"]).ok_or_else(|| range_error(UnresolvedReason::InvalidRange))?),
+            Some(_) => {
+                span = Some(
+                    parse_span(&map["span"])
+                        .ok_or_else(|| range_error(UnresolvedReason::InvalidRange))?,
+                )
+            }
             None => {}
         }
         match map.get("revision") {
@@ -234,7 +261,12 @@ fn parse_entry(entry: &Value) -> Result<ContentRequest, Unresolved> {
             Some(_) => return Err(range_error(UnresolvedReason::InvalidRange)),
         }
     }
-    Ok(ContentRequest { sent: entry.clone(), r#ref, span, revision })
+    Ok(ContentRequest {
+        sent: entry.clone(),
+        r#ref,
+        span,
+        revision,
+    })
 }
 
 fn parse_span(value: &Value) -> Option<(usize, usize)> {
@@ -258,9 +290,17 @@ fn serve(request: &ContentRequest, stored: StoredContent) -> Result<ContentItem,
             }
             let end = end.min(content_len);
             let text: String = stored.text.chars().skip(start).take(end - start).collect();
-            (text, Some(ServedRange { span: [start, end], content_len }))
+            (
+                text,
+                Some(ServedRange {
+                    span: [start, end],
+                    content_len,
+                }),
+            )
         }
-        None if request.r#ref.kind == RefKind::Ep => (format!("{EPISODE_LABEL}{}", stored.text), None),
+        None if request.r#ref.kind == RefKind::Ep => {
+            (format!("{EPISODE_LABEL}{}", stored.text), None)
+        }
         None => (stored.text, None),
     };
     Ok(ContentItem {
@@ -276,7 +316,10 @@ fn serve(request: &ContentRequest, stored: StoredContent) -> Result<ContentItem,
 
 /// Characters an item costs: its content plus its other fields as serialized.
 fn item_cost(item: &ContentItem) -> usize {
-    let rest = ContentItem { content: String::new(), ..item.clone() };
+    let rest = ContentItem {
+        content: String::new(),
+        ..item.clone()
+    };
     let rest_chars = serde_json::to_string(&rest).map_or(0, |s| s.chars().count());
     item.content.chars().count() + rest_chars
 }

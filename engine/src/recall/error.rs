@@ -6,8 +6,14 @@
 #[non_exhaustive]
 pub enum RecallError {
     /// The Recall Depth bounds are out of order.
-    #[error("invalid recall depth: floor {floor}, default {default}, max {max} (need 1 <= floor <= default <= max)")]
-    InvalidDepth { floor: usize, default: usize, max: usize },
+    #[error(
+        "invalid recall depth: floor {floor}, default {default}, max {max} (need 1 <= floor <= default <= max)"
+    )]
+    InvalidDepth {
+        floor: usize,
+        default: usize,
+        max: usize,
+    },
     /// `get_contents` got no refs.
     #[error("refs must be a non-empty list of mem:<id> or ep:<id>")]
     NoRefs,
@@ -16,7 +22,10 @@ pub enum RecallError {
     TooManyRefs { given: usize, max: usize },
     /// A configuration value is out of range.
     #[error("invalid recall setting {name}: {reason}")]
-    InvalidSetting { name: &'static str, reason: &'static str },
+    InvalidSetting {
+        name: &'static str,
+        reason: &'static str,
+    },
 }
 
 impl RecallError {

@@ -1,6 +1,6 @@
 //! The excerpt beside a preview-cut row: the passage of the stored text that holds the most
-//! of the query's character trigrams, grown with whole neighbouring passages up to the
-//! excerpt size. Deterministic; it quotes stored text verbatim and never composes any.
+//! of the query's character trigrams (the earliest on ties), grown with whole neighbouring
+//! passages that also hold query trigrams, forwards first, up to the excerpt size. Deterministic; it quotes stored text verbatim and never composes any.
 //!
 //! A reduced form of CPersona 2.6's lexical basis (`excerpts.py`): passages end at a line
 //! break or a sentence end, a passage longer than [`MAX_PASSAGE_CHARS`] is split at its last
@@ -52,7 +52,10 @@ pub fn excerpt(text: &str, query: &str, cap: usize) -> Option<Excerpt> {
         .iter()
         .map(|&(s, e)| {
             let passage: String = lower[s..e].iter().collect();
-            grams.iter().filter(|g| passage.contains(g.as_str())).count()
+            grams
+                .iter()
+                .filter(|g| passage.contains(g.as_str()))
+                .count()
         })
         .collect();
     let best = (0..passages.len()).max_by(|&a, &b| scores[a].cmp(&scores[b]).then(b.cmp(&a)));
@@ -65,18 +68,22 @@ pub fn excerpt(text: &str, query: &str, cap: usize) -> Option<Excerpt> {
             end = start + cap;
         } else {
             let mut next = at + 1;
-            while next < passages.len() && passages[next].1 - start <= cap {
+            while next < passages.len() && scores[next] > 0 && passages[next].1 - start <= cap {
                 end = passages[next].1;
                 next += 1;
             }
             let mut prev = at;
-            while prev > 0 && end - passages[prev - 1].0 <= cap {
+            while prev > 0 && scores[prev - 1] > 0 && end - passages[prev - 1].0 <= cap {
                 start = passages[prev - 1].0;
                 prev -= 1;
             }
         }
     }
-    Some(Excerpt { text: chars[start..end].iter().collect(), basis, span: (start, end) })
+    Some(Excerpt {
+        text: chars[start..end].iter().collect(),
+        basis,
+        span: (start, end),
+    })
 }
 
 /// Distinct lower-cased query grams: each whitespace token's overlapping 3-character grams,
@@ -101,7 +108,9 @@ pub fn passages(chars: &[char]) -> Vec<(usize, usize)> {
     for i in 0..chars.len() {
         let c = chars[i];
         let next_is_space = chars.get(i + 1).is_none_or(|n| n.is_whitespace());
-        let ends = c == '\n' || matches!(c, '。' | '！' | '？') || (matches!(c, '.' | '!' | '?' | '…' | '．') && next_is_space);
+        let ends = c == '\n'
+            || matches!(c, '。' | '！' | '？')
+            || (matches!(c, '.' | '!' | '?' | '…' | '．') && next_is_space);
         if ends || i + 1 == chars.len() {
             let mut end = i + 1;
             while end < chars.len() && chars[end].is_whitespace() && chars[end] != '\n' {
@@ -128,7 +137,10 @@ pub fn passages(chars: &[char]) -> Vec<(usize, usize)> {
 fn split_long(chars: &[char], mut s: usize, e: usize, out: &mut Vec<(usize, usize)>) {
     while e - s > MAX_PASSAGE_CHARS {
         let window = s + MAX_PASSAGE_CHARS / 2..s + MAX_PASSAGE_CHARS;
-        let weak = window.clone().rev().find(|&i| matches!(chars[i], '、' | '，' | ',' | ';' | '；' | ':' | '：'));
+        let weak = window
+            .clone()
+            .rev()
+            .find(|&i| matches!(chars[i], '、' | '，' | ',' | ';' | '；' | ':' | '：'));
         let space = window.rev().find(|&i| chars[i].is_whitespace());
         let cut = weak.or(space).map_or(s + MAX_PASSAGE_CHARS, |i| i + 1);
         out.push((s, cut));

@@ -41,7 +41,9 @@ pub struct FtsMatch {
 }
 
 /// The characters CPersona strips from each whitespace token's edges.
-const EDGE_PUNCTUATION: &[char] = &['"', '\'', '`', '.', ',', ';', ':', '!', '?', '(', ')', '[', ']', '{', '}'];
+const EDGE_PUNCTUATION: &[char] = &[
+    '"', '\'', '`', '.', ',', ';', ':', '!', '?', '(', ')', '[', ']', '{', '}',
+];
 
 /// Builds the expression, or `None` when the query holds no term of 3 or more characters.
 /// `None` means "the FTS arm has nothing to search": the caller runs the keyword pass.
@@ -59,7 +61,11 @@ pub fn build_match(query: &str) -> Option<FtsMatch> {
         }
         push_phrase(&mut expression, term);
     }
-    Some(FtsMatch { expression, terms, dropped_terms })
+    Some(FtsMatch {
+        expression,
+        terms,
+        dropped_terms,
+    })
 }
 
 /// The de-duplicated terms of a query, in first-occurrence order, before any cut.
@@ -119,7 +125,10 @@ fn runs(token: &str) -> impl Iterator<Item = (bool, &str)> {
     std::iter::from_fn(move || {
         let first = rest.chars().next()?;
         let cjk = is_cjk(first);
-        let end = rest.char_indices().find(|&(_, c)| is_cjk(c) != cjk).map_or(rest.len(), |(i, _)| i);
+        let end = rest
+            .char_indices()
+            .find(|&(_, c)| is_cjk(c) != cjk)
+            .map_or(rest.len(), |(i, _)| i);
         let (run, tail) = rest.split_at(end);
         rest = tail;
         Some((cjk, run))

@@ -41,7 +41,12 @@ pub struct ArmWeights {
 
 impl Default for ArmWeights {
     fn default() -> ArmWeights {
-        ArmWeights { vector_near: 1.0, vector_far: 1.0, episode_fts: 1.0, memory_keyword: 1.0 }
+        ArmWeights {
+            vector_near: 1.0,
+            vector_far: 1.0,
+            episode_fts: 1.0,
+            memory_keyword: 1.0,
+        }
     }
 }
 
@@ -58,7 +63,12 @@ impl ArmWeights {
 }
 
 /// Fuses with the chosen mode.
-pub fn fuse(mode: FusionMode, lists: &[ArmList], weights: &ArmWeights, rrf_k: f64) -> Vec<FusedCandidate> {
+pub fn fuse(
+    mode: FusionMode,
+    lists: &[ArmList],
+    weights: &ArmWeights,
+    rrf_k: f64,
+) -> Vec<FusedCandidate> {
     match mode {
         FusionMode::Rrf => rrf(lists, weights, rrf_k),
         FusionMode::Rsf => rsf(lists, weights),
@@ -90,7 +100,11 @@ pub fn rsf(lists: &[ArmList], weights: &ArmWeights) -> Vec<FusedCandidate> {
             continue;
         }
         n_active += 1;
-        let values = list.hits.iter().filter_map(|h| h.raw).filter(|v| v.is_finite());
+        let values = list
+            .hits
+            .iter()
+            .filter_map(|h| h.raw)
+            .filter(|v| v.is_finite());
         let lo_hi = values.fold(None, |acc: Option<(f64, f64)>, v| match acc {
             None => Some((v, v)),
             Some((lo, hi)) => Some((lo.min(v), hi.max(v))),
@@ -150,7 +164,12 @@ fn accumulate(
             }
             let value = contribution(list.arm, hit);
             candidate.score += value;
-            candidate.votes.push(Vote { arm: list.arm, rank: hit.rank, raw: hit.raw, contribution: value });
+            candidate.votes.push(Vote {
+                arm: list.arm,
+                rank: hit.rank,
+                raw: hit.raw,
+                contribution: value,
+            });
             if list.arm.is_vector() && candidate.cosine.is_none() {
                 candidate.cosine = hit.raw.filter(|v| v.is_finite());
             }

@@ -35,7 +35,13 @@ pub struct GateConfig {
 
 impl Default for GateConfig {
     fn default() -> GateConfig {
-        GateConfig { enabled: true, heuristic_max: 0.5, heuristic_drop: 0.3, heuristic_pool: 500.0, deep_factor: 0.5 }
+        GateConfig {
+            enabled: true,
+            heuristic_max: 0.5,
+            heuristic_drop: 0.3,
+            heuristic_pool: 500.0,
+            deep_factor: 0.5,
+        }
     }
 }
 
@@ -122,14 +128,24 @@ pub fn heuristic_min_score(config: &GateConfig, pool: u64) -> f64 {
 
 /// Applies the gate to fused candidates (in fused order) and returns the survivors in the
 /// same order with the report. Never reorders.
-pub fn apply(config: &GateConfig, input: &GateInput, candidates: Vec<FusedCandidate>) -> (Vec<FusedCandidate>, GateReport) {
+pub fn apply(
+    config: &GateConfig,
+    input: &GateInput,
+    candidates: Vec<FusedCandidate>,
+) -> (Vec<FusedCandidate>, GateReport) {
     let heuristic_min = heuristic_min_score(config, input.pool);
     let (base, origin) = match (config.enabled, input.calibrated) {
         (false, _) => (0.0, ThresholdOrigin::Disabled),
-        (true, Some(calibrated)) if calibrated.is_finite() => (calibrated, ThresholdOrigin::Calibrated),
+        (true, Some(calibrated)) if calibrated.is_finite() => {
+            (calibrated, ThresholdOrigin::Calibrated)
+        }
         (true, _) => (heuristic_min, ThresholdOrigin::Heuristic),
     };
-    let threshold = if input.deep && config.enabled { base * config.deep_factor } else { base };
+    let threshold = if input.deep && config.enabled {
+        base * config.deep_factor
+    } else {
+        base
+    };
 
     let mut decisions: Vec<GateDecision> = candidates
         .iter()
@@ -140,7 +156,12 @@ pub fn apply(config: &GateConfig, input: &GateInput, candidates: Vec<FusedCandid
                 (true, Some(cosine)) if cosine >= threshold => (true, GateReason::CosineAbove),
                 (true, Some(_)) => (false, GateReason::BelowGate),
             };
-            GateDecision { r#ref: candidate.r#ref, cosine: candidate.cosine, passed, reason }
+            GateDecision {
+                r#ref: candidate.r#ref,
+                cosine: candidate.cosine,
+                passed,
+                reason,
+            }
         })
         .collect();
 
@@ -154,8 +175,20 @@ pub fn apply(config: &GateConfig, input: &GateInput, candidates: Vec<FusedCandid
             }
         }
     }
-    let kept = candidates.into_iter().zip(&decisions).filter(|(_, d)| d.passed).map(|(c, _)| c).collect();
-    let report = GateReport { threshold, origin, heuristic_min, pool: input.pool, gate_fallback, decisions };
+    let kept = candidates
+        .into_iter()
+        .zip(&decisions)
+        .filter(|(_, d)| d.passed)
+        .map(|(c, _)| c)
+        .collect();
+    let report = GateReport {
+        threshold,
+        origin,
+        heuristic_min,
+        pool: input.pool,
+        gate_fallback,
+        decisions,
+    };
     (kept, report)
 }
 

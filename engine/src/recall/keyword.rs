@@ -68,7 +68,11 @@ pub fn plan(query: &str) -> Option<KeywordPlan> {
         return None;
     }
     let needles = kept;
-    Some(KeywordPlan { needles, patterns, dropped_patterns })
+    Some(KeywordPlan {
+        needles,
+        patterns,
+        dropped_patterns,
+    })
 }
 
 /// Escapes `\`, `%` and `_` so a needle is literal under `LIKE ? ESCAPE '\'`.
@@ -99,9 +103,18 @@ pub fn matched_needles(plan: &KeywordPlan, content: &str) -> Vec<usize> {
 /// (`created_at` descending, then id descending: a total order), the first `depth` kept,
 /// no raw score. The result is the memory keyword arm's list.
 pub fn rank(plan: &KeywordPlan, rows: &[KeywordRow<'_>], depth: usize) -> ArmList {
-    let mut hits: Vec<&KeywordRow<'_>> =
-        rows.iter().filter(|row| !matched_needles(plan, row.content).is_empty()).collect();
-    hits.sort_by(|a, b| b.created_at_ms.cmp(&a.created_at_ms).then(b.r#ref.cmp(&a.r#ref)));
+    let mut hits: Vec<&KeywordRow<'_>> = rows
+        .iter()
+        .filter(|row| !matched_needles(plan, row.content).is_empty())
+        .collect();
+    hits.sort_by(|a, b| {
+        b.created_at_ms
+            .cmp(&a.created_at_ms)
+            .then(b.r#ref.cmp(&a.r#ref))
+    });
     hits.dedup_by_key(|row| row.r#ref);
-    ArmList::ranked(Arm::MemoryKeyword, hits.into_iter().take(depth).map(|row| (row.r#ref, None)))
+    ArmList::ranked(
+        Arm::MemoryKeyword,
+        hits.into_iter().take(depth).map(|row| (row.r#ref, None)),
+    )
 }

@@ -5,8 +5,8 @@
 use serde::Serialize;
 
 use super::candidate::{ArmList, FusedCandidate, Ref};
-use super::config::RecallConfig;
 use super::confidence::Confidence;
+use super::config::RecallConfig;
 use super::fusion::fuse;
 use super::gate::{self, GateDecision, GateInput, GateReport};
 use super::select::CountCut;
@@ -83,7 +83,8 @@ pub fn run(
     let mut cut_by_depth = 0;
     arms.sort_by_key(|list| list.arm.order());
     for list in &mut arms {
-        list.hits.sort_by(|a, b| a.rank.cmp(&b.rank).then(a.r#ref.cmp(&b.r#ref)));
+        list.hits
+            .sort_by(|a, b| a.rank.cmp(&b.rank).then(a.r#ref.cmp(&b.r#ref)));
         cut_by_depth += list.hits.len().saturating_sub(depth);
         list.hits.truncate(depth);
     }
@@ -102,12 +103,23 @@ pub fn run(
         match hydrate(candidate.r#ref) {
             Some(row) => {
                 let confidence = confidence(&candidate);
-                kept.push(ShapeInput { candidate, decision: *decision, row, confidence });
+                kept.push(ShapeInput {
+                    candidate,
+                    decision: *decision,
+                    row,
+                    confidence,
+                });
             }
             None => vanished.push(candidate.r#ref),
         }
     }
-    let (messages, budget) = shape(&config.shape, config.fusion, request.query, request.full_content, kept);
+    let (messages, budget) = shape(
+        &config.shape,
+        config.fusion,
+        request.query,
+        request.full_content,
+        kept,
+    );
     let response = RecallResponse {
         messages,
         depth: (depth != request.limit).then_some(depth),
@@ -120,7 +132,10 @@ pub fn run(
         cut_by_depth,
         fusion: fused,
         gate: gate_report,
-        order: CountCut { limit: request.limit, cut_by_count },
+        order: CountCut {
+            limit: request.limit,
+            cut_by_count,
+        },
         vanished,
     };
     RecallOutcome { response, stages }

@@ -34,9 +34,17 @@ impl RecallDepth {
     /// Checks `floor ≥ 1` and `floor ≤ default ≤ max`.
     pub fn new(floor: usize, default: usize, max: usize) -> Result<RecallDepth, RecallError> {
         if floor == 0 || floor > default || default > max {
-            return Err(RecallError::InvalidDepth { floor, default, max });
+            return Err(RecallError::InvalidDepth {
+                floor,
+                default,
+                max,
+            });
         }
-        Ok(RecallDepth { floor, default, max })
+        Ok(RecallDepth {
+            floor,
+            default,
+            max,
+        })
     }
 
     /// The per-arm candidate depth. Takes no `limit`, by construction.
@@ -47,7 +55,11 @@ impl RecallDepth {
 
 impl Default for RecallDepth {
     fn default() -> RecallDepth {
-        RecallDepth { floor: RecallDepth::FLOOR, default: RecallDepth::DEFAULT, max: RecallDepth::MAX }
+        RecallDepth {
+            floor: RecallDepth::FLOOR,
+            default: RecallDepth::DEFAULT,
+            max: RecallDepth::MAX,
+        }
     }
 }
 
@@ -61,8 +73,18 @@ pub struct CountCut {
 }
 
 /// Keeps the first `limit` rows of the gated list (best first) and names the rest.
-pub fn cut_to_limit(mut gated: Vec<FusedCandidate>, limit: usize) -> (Vec<FusedCandidate>, CountCut) {
-    let rest = if gated.len() > limit { gated.split_off(limit) } else { Vec::new() };
-    let cut = CountCut { limit, cut_by_count: rest.iter().map(|c| c.r#ref).collect() };
+pub fn cut_to_limit(
+    mut gated: Vec<FusedCandidate>,
+    limit: usize,
+) -> (Vec<FusedCandidate>, CountCut) {
+    let rest = if gated.len() > limit {
+        gated.split_off(limit)
+    } else {
+        Vec::new()
+    };
+    let cut = CountCut {
+        limit,
+        cut_by_count: rest.iter().map(|c| c.r#ref).collect(),
+    };
     (gated, cut)
 }

@@ -144,7 +144,12 @@ pub fn shape(
     let mut budget_bit = false;
     let mut messages: Vec<RecallMessage> = Vec::with_capacity(best_first.len());
     for (position, input) in best_first.into_iter().enumerate() {
-        let ShapeInput { candidate, decision, row, confidence } = input;
+        let ShapeInput {
+            candidate,
+            decision,
+            row,
+            confidence,
+        } = input;
         let len = row.content.chars().count();
         let whole = if full_content {
             // The best row is always admitted whole; later rows while the budget lasts.
@@ -182,11 +187,18 @@ pub fn shape(
         });
     }
     messages.reverse();
-    (messages, budget_bit.then_some(config.full_content_budget_chars))
+    (
+        messages,
+        budget_bit.then_some(config.full_content_budget_chars),
+    )
 }
 
 /// The `match_reason` of one row.
-pub fn match_reason(mode: FusionMode, candidate: &FusedCandidate, decision: &GateDecision) -> MatchReason {
+pub fn match_reason(
+    mode: FusionMode,
+    candidate: &FusedCandidate,
+    decision: &GateDecision,
+) -> MatchReason {
     let fused = round6(candidate.score);
     let (signal, score) = match (candidate.cosine, mode) {
         (Some(cosine), _) => (Signal::Cosine, round6(cosine)),
@@ -199,8 +211,16 @@ pub fn match_reason(mode: FusionMode, candidate: &FusedCandidate, decision: &Gat
         cosine: candidate.cosine.map(super::gate::round4),
         rrf: (mode == FusionMode::Rrf).then_some(fused),
         rsf: (mode == FusionMode::Rsf).then_some(fused),
-        arms: candidate.votes.iter().map(|v| ArmRank { arm: v.arm, rank: v.rank }).collect(),
-        admission: (decision.reason == super::gate::GateReason::Fallback).then_some("gate_fallback"),
+        arms: candidate
+            .votes
+            .iter()
+            .map(|v| ArmRank {
+                arm: v.arm,
+                rank: v.rank,
+            })
+            .collect(),
+        admission: (decision.reason == super::gate::GateReason::Fallback)
+            .then_some("gate_fallback"),
     }
 }
 

@@ -9,4 +9,6 @@ mod fts_query;
 mod fusion;
 mod gate;
 mod keyword;
+mod pipeline;
 mod select;
+mod shape;

@@ -8,10 +8,25 @@ use crate::recall::candidate::{Ref, RefKind};
 fn refs_parse_strictly() {
     assert_eq!("mem:12".parse(), Ok(Ref::mem(12)));
     assert_eq!("ep:3".parse(), Ok(Ref::ep(3)));
-    for bad in ["mem:", "mem:0", "mem:012", "mem:-1", "mem:+1", "mem: 1", "MEM:1", "ep:1x", "x:1", "", "mem:99999999999999999999"] {
+    for bad in [
+        "mem:",
+        "mem:0",
+        "mem:012",
+        "mem:-1",
+        "mem:+1",
+        "mem: 1",
+        "MEM:1",
+        "ep:1x",
+        "x:1",
+        "",
+        "mem:99999999999999999999",
+    ] {
         assert!(bad.parse::<Ref>().is_err(), "{bad:?} parsed");
     }
-    assert_eq!(serde_json::to_string(&Ref::ep(7)).expect("json"), r#""ep:7""#);
+    assert_eq!(
+        serde_json::to_string(&Ref::ep(7)).expect("json"),
+        r#""ep:7""#
+    );
 }
 
 #[test]

@@ -7,15 +7,43 @@ use serde_json::{Value, json};
 
 use crate::recall::RecallError;
 use crate::recall::candidate::Ref;
-use crate::recall::contents::{StoredContent, UnresolvedReason, get_contents, parse_requests, revision};
+use crate::recall::contents::{
+    StoredContent, UnresolvedReason, get_contents, parse_requests, revision,
+};
 
 /// The caller's scope: only these rows exist for it.
 fn store() -> HashMap<Ref, StoredContent> {
     let mut rows = HashMap::new();
-    rows.insert(Ref::mem(1), StoredContent { text: "hello world".into(), msg_id: Some("m1".into()), ..Default::default() });
-    rows.insert(Ref::ep(2), StoredContent { text: "a summary".into(), resolved: Some(true), ..Default::default() });
-    rows.insert(Ref::mem(3), StoredContent { text: "x".repeat(30_000), ..Default::default() });
-    rows.insert(Ref::mem(4), StoredContent { text: "y".repeat(15_000), ..Default::default() });
+    rows.insert(
+        Ref::mem(1),
+        StoredContent {
+            text: "hello world".into(),
+            msg_id: Some("m1".into()),
+            ..Default::default()
+        },
+    );
+    rows.insert(
+        Ref::ep(2),
+        StoredContent {
+            text: "a summary".into(),
+            resolved: Some(true),
+            ..Default::default()
+        },
+    );
+    rows.insert(
+        Ref::mem(3),
+        StoredContent {
+            text: "x".repeat(30_000),
+            ..Default::default()
+        },
+    );
+    rows.insert(
+        Ref::mem(4),
+        StoredContent {
+            text: "y".repeat(15_000),
+            ..Default::default()
+        },
+    );
     rows
 }
 
@@ -23,7 +51,10 @@ fn serve(refs: Value) -> crate::recall::contents::ContentsResponse {
     let rows = store();
     let refs = refs.as_array().expect("array").clone();
     let requests = parse_requests(&refs).expect("valid");
-    get_contents(requests, 40_000, |r| Ok::<_, Infallible>(rows.get(&r).cloned())).expect("served")
+    get_contents(requests, 40_000, |r| {
+        Ok::<_, Infallible>(rows.get(&r).cloned())
+    })
+    .expect("served")
 }
 
 #[test]
@@ -40,10 +71,16 @@ fn whole_rows_spans_and_episode_label() {
 
 #[test]
 fn foreign_missing_and_malformed_refs_are_unresolved_with_reasons() {
-    let got = serve(json!(["mem:999", "bogus", 17, {"ref": "ep:2", "span": [5, 2]}, {"ref": "mem:1", "span": [11, 12]},
+    let got = serve(
+        json!(["mem:999", "bogus", 17, {"ref": "ep:2", "span": [5, 2]}, {"ref": "mem:1", "span": [11, 12]},
         {"ref": "mem:1", "node": 1}, {"ref": "mem:1", "block": [0, 1]}, {"ref": "mem:1", "span": [0, 1], "block": 0},
-        {"ref": "mem:1", "revision": "000000000000"}, {"ref": "mem:1", "revision": revision("hello world")}]));
-    let reasons: Vec<(String, UnresolvedReason)> = got.unresolved.iter().map(|u| (u.r#ref.clone(), u.reason)).collect();
+        {"ref": "mem:1", "revision": "000000000000"}, {"ref": "mem:1", "revision": revision("hello world")}]),
+    );
+    let reasons: Vec<(String, UnresolvedReason)> = got
+        .unresolved
+        .iter()
+        .map(|u| (u.r#ref.clone(), u.reason))
+        .collect();
     use UnresolvedReason::*;
     assert_eq!(
         reasons,
@@ -79,13 +116,18 @@ fn budget_admits_the_first_and_defers_the_rest_as_sent() {
 fn ref_count_limits() {
     assert_eq!(parse_requests(&[]), Err(RecallError::NoRefs));
     let many: Vec<Value> = (1..=21).map(|i| json!(format!("mem:{i}"))).collect();
-    assert_eq!(parse_requests(&many), Err(RecallError::TooManyRefs { given: 21, max: 20 }));
+    assert_eq!(
+        parse_requests(&many),
+        Err(RecallError::TooManyRefs { given: 21, max: 20 })
+    );
     assert!(parse_requests(&many[..20]).is_ok());
 }
 
 #[test]
 fn a_fetch_error_is_returned() {
     let requests = parse_requests(&[json!("mem:1")]).expect("valid");
-    let got = get_contents(requests, 40_000, |_| Err::<Option<StoredContent>, _>("db down"));
+    let got = get_contents(requests, 40_000, |_| {
+        Err::<Option<StoredContent>, _>("db down")
+    });
     assert_eq!(got, Err("db down"));
 }

@@ -10,17 +10,28 @@ fn picks_the_matching_passage_past_the_preview() {
     let text = format!("{filler}The cloudflared tunnel was deployed on Friday. {filler}");
     let got = excerpt(&text, "cloudflared tunnel", 60).expect("excerpt");
     assert_eq!(got.basis, ExcerptBasis::Lexical);
-    assert!(got.text.starts_with("The cloudflared tunnel was deployed on Friday."), "{:?}", got.text);
+    assert!(
+        got.text
+            .starts_with("The cloudflared tunnel was deployed on Friday."),
+        "{:?}",
+        got.text
+    );
     assert!(got.text.chars().count() <= 60);
     let chars: Vec<char> = text.chars().collect();
-    assert_eq!(chars[got.span.0..got.span.1].iter().collect::<String>(), got.text);
+    assert_eq!(
+        chars[got.span.0..got.span.1].iter().collect::<String>(),
+        got.text
+    );
 }
 
 #[test]
 fn no_match_falls_back_to_the_start_and_blank_query_gives_none() {
     let text = "alpha beta. gamma delta.";
     let got = excerpt(text, "zzz", 8).expect("excerpt");
-    assert_eq!((got.basis, got.text.as_str()), (ExcerptBasis::Start, "alpha be"));
+    assert_eq!(
+        (got.basis, got.text.as_str()),
+        (ExcerptBasis::Start, "alpha be")
+    );
     assert_eq!(excerpt(text, "   ", 8), None);
     assert_eq!(excerpt(text, "alpha", 0), None);
 }
@@ -31,8 +42,21 @@ fn cjk_sentences_split_and_match() {
     let got = excerpt(text, "東京タワー", 10).expect("excerpt");
     assert_eq!(got.text, "東京タワーに行った。");
     // A passage longer than the cap is cut to it; a larger cap takes the next passage too.
-    assert_eq!(excerpt(text, "東京タワー", 9).expect("excerpt").text, "東京タワーに行った");
-    assert_eq!(excerpt(text, "東京タワー", 18).expect("excerpt").text, "東京タワーに行った。富士山も見えた。");
+    assert_eq!(
+        excerpt(text, "東京タワー", 9).expect("excerpt").text,
+        "東京タワーに行った"
+    );
+    // Neighbours join only when they hold query trigrams too.
+    assert_eq!(
+        excerpt(text, "東京タワー", 18).expect("excerpt").text,
+        "東京タワーに行った。"
+    );
+    assert_eq!(
+        excerpt(text, "東京タワー 富士山", 18)
+            .expect("excerpt")
+            .text,
+        "東京タワーに行った。富士山も見えた。"
+    );
 }
 
 #[test]

@@ -40,21 +40,34 @@ fn cpersona_cases_build_the_same_expression() {
         Some(r#""What" OR "did" OR "decide" OR "about" OR "the" OR "pilot" OR "budget""#)
     );
     assert_eq!(expr("the the the").as_deref(), Some(r#""the""#));
-    assert_eq!(expr("CVE-2024-3094 and bug-183").as_deref(), Some(r#""CVE-2024-3094" OR "and" OR "bug-183""#));
-    assert_eq!(expr(r#"a "quoted" word"#).as_deref(), Some(r#""quoted" OR "word""#));
+    assert_eq!(
+        expr("CVE-2024-3094 and bug-183").as_deref(),
+        Some(r#""CVE-2024-3094" OR "and" OR "bug-183""#)
+    );
+    assert_eq!(
+        expr(r#"a "quoted" word"#).as_deref(),
+        Some(r#""quoted" OR "word""#)
+    );
     assert_eq!(
         expr("bug-191 について教えて").as_deref(),
         Some(r#""bug-191" OR "につい" OR "ついて" OR "いて教" OR "て教え" OR "教えて""#)
     );
-    assert_eq!(expr(r#"The zeb パン屋 a"b"#).as_deref(), Some(r#""The" OR "zeb" OR "パン屋" OR "a""b""#));
+    assert_eq!(
+        expr(r#"The zeb パン屋 a"b"#).as_deref(),
+        Some(r#""The" OR "zeb" OR "パン屋" OR "a""b""#)
+    );
     assert_eq!(expr("ab cd"), None);
     assert_eq!(expr(""), None);
 }
 
 #[test]
 fn operators_and_syntax_are_literal_phrases() {
-    let got = expr(r#"foo AND bar OR NOT NEAR(x, y) col:val pre* ^head ((unbalanced"#).expect("terms");
-    assert_eq!(got, r#""foo" OR "AND" OR "bar" OR "NOT" OR "NEAR(x" OR "col:val" OR "pre*" OR "^head" OR "unbalanced""#);
+    let got =
+        expr(r#"foo AND bar OR NOT NEAR(x, y) col:val pre* ^head ((unbalanced"#).expect("terms");
+    assert_eq!(
+        got,
+        r#""foo" OR "AND" OR "bar" OR "NOT" OR "NEAR(x" OR "col:val" OR "pre*" OR "^head" OR "unbalanced""#
+    );
     let conn = trigram_table();
     matching_ids(&conn, &got).expect("the expression is accepted");
 }
@@ -62,20 +75,29 @@ fn operators_and_syntax_are_literal_phrases() {
 #[test]
 fn short_terms_and_cjk_runs_under_three_are_dropped() {
     assert_eq!(fts_terms("Go to 東京 now"), vec!["now".to_owned()]);
-    assert_eq!(fts_terms("東京都庁"), vec!["東京都".to_owned(), "京都庁".to_owned()]);
+    assert_eq!(
+        fts_terms("東京都庁"),
+        vec!["東京都".to_owned(), "京都庁".to_owned()]
+    );
     assert_eq!(fts_terms("(x) [y] {z}"), Vec::<String>::new());
 }
 
 #[test]
 fn nul_splits_terms_instead_of_ending_the_expression() {
-    assert_eq!(fts_terms("abc\0def"), vec!["abc".to_owned(), "def".to_owned()]);
+    assert_eq!(
+        fts_terms("abc\0def"),
+        vec!["abc".to_owned(), "def".to_owned()]
+    );
 }
 
 #[test]
 fn emoji_and_mixed_scripts_are_ordinary_characters() {
     assert_eq!(fts_terms("🚀🚀🚀 ok"), vec!["🚀🚀🚀".to_owned()]);
     let got = expr("mixed パン屋さん text").expect("terms");
-    assert_eq!(got, r#""mixed" OR "パン屋" OR "ン屋さ" OR "屋さん" OR "text""#);
+    assert_eq!(
+        got,
+        r#""mixed" OR "パン屋" OR "ン屋さ" OR "屋さん" OR "text""#
+    );
 }
 
 #[test]
@@ -107,7 +129,10 @@ fn a_long_cjk_query_stays_within_fts5_limits() {
 
 fn any_char() -> impl Strategy<Value = char> {
     prop_oneof![
-        prop::sample::select(vec!['"', '\'', '(', ')', '*', '^', ':', '-', '+', '\0', '\t', '\n', '\u{1f}', ' ', '{', '}', ',', '.']),
+        prop::sample::select(vec![
+            '"', '\'', '(', ')', '*', '^', ':', '-', '+', '\0', '\t', '\n', '\u{1f}', ' ', '{',
+            '}', ',', '.'
+        ]),
         prop::char::range('\u{0}', '\u{7f}'),
         prop::char::range('\u{3040}', '\u{30ff}'),
         prop::char::range('\u{4e00}', '\u{4e80}'),
@@ -120,7 +145,22 @@ fn any_query() -> impl Strategy<Value = String> {
     prop_oneof![
         prop::collection::vec(any_char(), 0..80).prop_map(|c| c.into_iter().collect()),
         prop::collection::vec(
-            prop::sample::select(vec!["AND", "OR", "NOT", "NEAR", "NEAR(", "col:", "*", "^", "\"", "(", ")", "abc", "東京都", "x\"y"]),
+            prop::sample::select(vec![
+                "AND",
+                "OR",
+                "NOT",
+                "NEAR",
+                "NEAR(",
+                "col:",
+                "*",
+                "^",
+                "\"",
+                "(",
+                ")",
+                "abc",
+                "東京都",
+                "x\"y"
+            ]),
             0..12
         )
         .prop_map(|words| words.join(" ")),

@@ -3,10 +3,16 @@
 
 use crate::recall::candidate::{Arm, ArmList, Ref};
 use crate::recall::fusion::{ArmWeights, rrf};
-use crate::recall::gate::{GateConfig, GateInput, GateReason, ThresholdOrigin, apply, heuristic_min_score};
+use crate::recall::gate::{
+    GateConfig, GateInput, GateReason, ThresholdOrigin, apply, heuristic_min_score,
+};
 
 fn input(calibrated: Option<f64>, pool: u64, deep: bool) -> GateInput {
-    GateInput { calibrated, pool, deep }
+    GateInput {
+        calibrated,
+        pool,
+        deep,
+    }
 }
 
 #[test]
@@ -22,17 +28,34 @@ fn heuristic_follows_cpersona_curve() {
 #[test]
 fn cosine_rows_are_judged_and_lexical_only_rows_pass() {
     let lists = [
-        ArmList::ranked(Arm::VectorNear, [(Ref::mem(1), Some(0.61)), (Ref::mem(2), Some(0.15))]),
-        ArmList::ranked(Arm::MemoryKeyword, [(Ref::mem(3), None), (Ref::mem(2), None)]),
+        ArmList::ranked(
+            Arm::VectorNear,
+            [(Ref::mem(1), Some(0.61)), (Ref::mem(2), Some(0.15))],
+        ),
+        ArmList::ranked(
+            Arm::MemoryKeyword,
+            [(Ref::mem(3), None), (Ref::mem(2), None)],
+        ),
     ];
     let fused = rrf(&lists, &ArmWeights::default(), 60.0);
-    let (kept, report) = apply(&GateConfig::default(), &input(Some(0.4), 1000, false), fused);
+    let (kept, report) = apply(
+        &GateConfig::default(),
+        &input(Some(0.4), 1000, false),
+        fused,
+    );
     let refs: Vec<Ref> = kept.iter().map(|c| c.r#ref).collect();
     assert_eq!(refs, vec![Ref::mem(1), Ref::mem(3)]);
     assert_eq!(report.origin, ThresholdOrigin::Calibrated);
     assert_eq!(report.threshold, 0.4);
     assert!(!report.gate_fallback);
-    let reason = |r: Ref| report.decisions.iter().find(|d| d.r#ref == r).expect("decided").reason;
+    let reason = |r: Ref| {
+        report
+            .decisions
+            .iter()
+            .find(|d| d.r#ref == r)
+            .expect("decided")
+            .reason
+    };
     assert_eq!(reason(Ref::mem(2)), GateReason::BelowGate);
     assert_eq!(reason(Ref::mem(3)), GateReason::LexicalNoCosine);
 }
@@ -47,7 +70,11 @@ fn cpersona_floor_defect_is_not_copied() {
     ];
     let fused = rrf(&lists, &ArmWeights::default(), 60.0);
     assert!(fused.iter().all(|c| c.score < 0.05));
-    let (kept, report) = apply(&GateConfig::default(), &input(Some(0.05), 10_000, false), fused);
+    let (kept, report) = apply(
+        &GateConfig::default(),
+        &input(Some(0.05), 10_000, false),
+        fused,
+    );
     assert_eq!(kept.len(), 2);
     assert!(!report.gate_fallback);
 }
@@ -57,7 +84,10 @@ fn emptied_result_returns_lexical_rows_marked_fallback() {
     // Every row carries a (backfilled) cosine below the gate; the lexical arms had two rows.
     let lists = [
         ArmList::ranked(Arm::VectorNear, [(Ref::mem(1), Some(0.1))]),
-        ArmList::ranked(Arm::MemoryKeyword, [(Ref::mem(2), None), (Ref::mem(3), None)]),
+        ArmList::ranked(
+            Arm::MemoryKeyword,
+            [(Ref::mem(2), None), (Ref::mem(3), None)],
+        ),
     ];
     let mut fused = rrf(&lists, &ArmWeights::default(), 60.0);
     for candidate in &mut fused {
@@ -68,7 +98,13 @@ fn emptied_result_returns_lexical_rows_marked_fallback() {
     assert_eq!(refs, vec![Ref::mem(2), Ref::mem(3)]);
     assert!(report.gate_fallback);
     assert_eq!(report.origin, ThresholdOrigin::Heuristic);
-    assert!(report.decisions.iter().filter(|d| d.passed).all(|d| d.reason == GateReason::Fallback));
+    assert!(
+        report
+            .decisions
+            .iter()
+            .filter(|d| d.passed)
+            .all(|d| d.reason == GateReason::Fallback)
+    );
 }
 
 #[test]
@@ -82,11 +118,21 @@ fn emptied_vector_only_result_stays_empty() {
 
 #[test]
 fn deep_halves_and_disabled_passes_everything() {
-    let lists = [ArmList::ranked(Arm::VectorNear, [(Ref::mem(1), Some(0.12))])];
+    let lists = [ArmList::ranked(
+        Arm::VectorNear,
+        [(Ref::mem(1), Some(0.12))],
+    )];
     let fused = rrf(&lists, &ArmWeights::default(), 60.0);
-    let (kept, report) = apply(&GateConfig::default(), &input(None, 1000, true), fused.clone());
+    let (kept, report) = apply(
+        &GateConfig::default(),
+        &input(None, 1000, true),
+        fused.clone(),
+    );
     assert_eq!((kept.len(), report.threshold), (1, 0.1));
-    let off = GateConfig { enabled: false, ..GateConfig::default() };
+    let off = GateConfig {
+        enabled: false,
+        ..GateConfig::default()
+    };
     let (kept, report) = apply(&off, &input(Some(0.9), 0, false), fused);
     assert_eq!((kept.len(), report.origin), (1, ThresholdOrigin::Disabled));
 }

@@ -4,13 +4,26 @@ use proptest::prelude::*;
 use rusqlite::Connection;
 
 use crate::recall::candidate::{Arm, Ref};
-use crate::recall::keyword::{KeywordRow, MAX_LIKE_PATTERN_BYTES, escape_like, matched_needles, plan, rank};
+use crate::recall::keyword::{
+    KeywordRow, MAX_LIKE_PATTERN_BYTES, escape_like, matched_needles, plan, rank,
+};
 
 #[test]
 fn plan_is_whole_query_then_fts_terms() {
     let p = plan("  deploy 50%_off tunnel ").expect("plan");
-    assert_eq!(p.needles, vec!["deploy 50%_off tunnel", "deploy", "50%_off", "tunnel"]);
-    assert_eq!(p.patterns, vec![r"%deploy 50\%\_off tunnel%", "%deploy%", r"%50\%\_off%", "%tunnel%"]);
+    assert_eq!(
+        p.needles,
+        vec!["deploy 50%_off tunnel", "deploy", "50%_off", "tunnel"]
+    );
+    assert_eq!(
+        p.patterns,
+        vec![
+            r"%deploy 50\%\_off tunnel%",
+            "%deploy%",
+            r"%50\%\_off%",
+            "%tunnel%"
+        ]
+    );
     assert_eq!(p.dropped_patterns, 0);
 }
 
@@ -40,15 +53,42 @@ fn patterns_are_bounded_and_the_cut_is_counted() {
 fn rank_is_newest_first_and_skips_non_matching_rows() {
     let p = plan("tunnel").expect("plan");
     let rows = [
-        KeywordRow { r#ref: Ref::mem(1), content: "the Tunnel is up", created_at_ms: 10 },
-        KeywordRow { r#ref: Ref::mem(2), content: "nothing here", created_at_ms: 30 },
-        KeywordRow { r#ref: Ref::mem(3), content: "TUNNEL again", created_at_ms: 20 },
-        KeywordRow { r#ref: Ref::mem(4), content: "tunnel tie", created_at_ms: 20 },
+        KeywordRow {
+            r#ref: Ref::mem(1),
+            content: "the Tunnel is up",
+            created_at_ms: 10,
+        },
+        KeywordRow {
+            r#ref: Ref::mem(2),
+            content: "nothing here",
+            created_at_ms: 30,
+        },
+        KeywordRow {
+            r#ref: Ref::mem(3),
+            content: "TUNNEL again",
+            created_at_ms: 20,
+        },
+        KeywordRow {
+            r#ref: Ref::mem(4),
+            content: "tunnel tie",
+            created_at_ms: 20,
+        },
     ];
     let list = rank(&p, &rows, 10);
     assert_eq!(list.arm, Arm::MemoryKeyword);
-    let got: Vec<(String, usize)> = list.hits.iter().map(|h| (h.r#ref.to_string(), h.rank)).collect();
-    assert_eq!(got, vec![("mem:4".into(), 0), ("mem:3".into(), 1), ("mem:1".into(), 2)]);
+    let got: Vec<(String, usize)> = list
+        .hits
+        .iter()
+        .map(|h| (h.r#ref.to_string(), h.rank))
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            ("mem:4".into(), 0),
+            ("mem:3".into(), 1),
+            ("mem:1".into(), 2)
+        ]
+    );
     assert!(list.hits.iter().all(|h| h.raw.is_none()));
     assert_eq!(rank(&p, &rows, 2).hits.len(), 2);
 }
@@ -56,8 +96,12 @@ fn rank_is_newest_first_and_skips_non_matching_rows() {
 fn sqlite_like(content: &str, patterns: &[String]) -> bool {
     let conn = Connection::open_in_memory().expect("open");
     patterns.iter().any(|pattern| {
-        conn.query_row("SELECT ?1 LIKE ?2 ESCAPE '\\'", [content, pattern.as_str()], |row| row.get::<_, bool>(0))
-            .expect("like")
+        conn.query_row(
+            "SELECT ?1 LIKE ?2 ESCAPE '\\'",
+            [content, pattern.as_str()],
+            |row| row.get::<_, bool>(0),
+        )
+        .expect("like")
     })
 }
 

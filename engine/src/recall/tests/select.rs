@@ -4,10 +4,10 @@ use std::collections::BTreeSet;
 
 use proptest::prelude::*;
 
+use crate::recall::RecallError;
 use crate::recall::candidate::{Arm, ArmList, Ref};
 use crate::recall::fusion::{ArmWeights, FusionMode, fuse};
 use crate::recall::select::{RecallDepth, cut_to_limit};
-use crate::recall::RecallError;
 
 /// A depth policy: how many candidates each arm hands to fusion, given the configuration
 /// and the caller's `limit`.
@@ -26,23 +26,49 @@ fn recoupled(_depth: &RecallDepth, limit: usize) -> usize {
 /// Every arm's full ranking (what the store would return with no LIMIT).
 fn full_arms(n: i64) -> Vec<ArmList> {
     vec![
-        ArmList::ranked(Arm::VectorNear, (1..=n).map(|i| (Ref::mem(i), Some(1.0 - i as f64 / 1000.0)))),
-        ArmList::ranked(Arm::EpisodeFts, (1..=n).map(|i| (Ref::ep(i), Some(-(i as f64))))),
-        ArmList::ranked(Arm::MemoryKeyword, (1..=n).rev().map(|i| (Ref::mem(i), None))),
+        ArmList::ranked(
+            Arm::VectorNear,
+            (1..=n).map(|i| (Ref::mem(i), Some(1.0 - i as f64 / 1000.0))),
+        ),
+        ArmList::ranked(
+            Arm::EpisodeFts,
+            (1..=n).map(|i| (Ref::ep(i), Some(-(i as f64)))),
+        ),
+        ArmList::ranked(
+            Arm::MemoryKeyword,
+            (1..=n).rev().map(|i| (Ref::mem(i), None)),
+        ),
     ]
 }
 
 /// The candidate ids fusion considers when each arm is cut by `policy`.
-fn considered(arms: &[ArmList], policy: DepthPolicy, depth: &RecallDepth, limit: usize) -> BTreeSet<Ref> {
+fn considered(
+    arms: &[ArmList],
+    policy: DepthPolicy,
+    depth: &RecallDepth,
+    limit: usize,
+) -> BTreeSet<Ref> {
     let per_arm = policy(depth, limit);
-    let cut: Vec<ArmList> =
-        arms.iter().map(|l| ArmList { arm: l.arm, hits: l.hits.iter().take(per_arm).copied().collect() }).collect();
-    fuse(FusionMode::Rrf, &cut, &ArmWeights::default(), 60.0).into_iter().map(|c| c.r#ref).collect()
+    let cut: Vec<ArmList> = arms
+        .iter()
+        .map(|l| ArmList {
+            arm: l.arm,
+            hits: l.hits.iter().take(per_arm).copied().collect(),
+        })
+        .collect();
+    fuse(FusionMode::Rrf, &cut, &ArmWeights::default(), 60.0)
+        .into_iter()
+        .map(|c| c.r#ref)
+        .collect()
 }
 
 /// The invariant: over every `limit` in 0..=100, the considered set never changes. Returns
 /// the first pair of limits that disagree.
-fn invariant(arms: &[ArmList], policy: DepthPolicy, depth: &RecallDepth) -> Result<(), (usize, usize)> {
+fn invariant(
+    arms: &[ArmList],
+    policy: DepthPolicy,
+    depth: &RecallDepth,
+) -> Result<(), (usize, usize)> {
     let base = considered(arms, policy, depth, 0);
     for limit in 1..=100 {
         if considered(arms, policy, depth, limit) != base {
@@ -54,21 +80,44 @@ fn invariant(arms: &[ArmList], policy: DepthPolicy, depth: &RecallDepth) -> Resu
 
 #[test]
 fn changing_limit_alone_keeps_the_candidate_set() {
-    assert_eq!(invariant(&full_arms(150), decoupled, &RecallDepth::default()), Ok(()));
+    assert_eq!(
+        invariant(&full_arms(150), decoupled, &RecallDepth::default()),
+        Ok(())
+    );
 }
 
 #[test]
 fn the_recoupling_mutation_is_caught() {
-    assert_eq!(invariant(&full_arms(150), recoupled, &RecallDepth::default()), Err((0, 1)));
+    assert_eq!(
+        invariant(&full_arms(150), recoupled, &RecallDepth::default()),
+        Err((0, 1))
+    );
 }
 
 #[test]
 fn depth_bounds_are_checked() {
     assert_eq!(RecallDepth::new(10, 50, 100).map(|d| d.per_arm()), Ok(50));
-    assert!(matches!(RecallDepth::new(0, 5, 10), Err(RecallError::InvalidDepth { .. })));
-    assert!(matches!(RecallDepth::new(20, 10, 100), Err(RecallError::InvalidDepth { .. })));
-    assert!(matches!(RecallDepth::new(10, 200, 100), Err(RecallError::InvalidDepth { .. })));
-    assert_eq!(RecallDepth { floor: 30, default: 5, max: 100 }.per_arm(), 30);
+    assert!(matches!(
+        RecallDepth::new(0, 5, 10),
+        Err(RecallError::InvalidDepth { .. })
+    ));
+    assert!(matches!(
+        RecallDepth::new(20, 10, 100),
+        Err(RecallError::InvalidDepth { .. })
+    ));
+    assert!(matches!(
+        RecallDepth::new(10, 200, 100),
+        Err(RecallError::InvalidDepth { .. })
+    ));
+    assert_eq!(
+        RecallDepth {
+            floor: 30,
+            default: 5,
+            max: 100
+        }
+        .per_arm(),
+        30
+    );
 }
 
 #[test]
