@@ -152,7 +152,9 @@ pub fn apply(
         .map(|candidate| {
             let (passed, reason) = match (config.enabled, candidate.cosine) {
                 (false, _) => (true, GateReason::GateDisabled),
-                (true, None) => (true, GateReason::LexicalNoCosine),
+                (true, None) if candidate.has_lexical_vote() => (true, GateReason::LexicalNoCosine),
+                // A vector vote without a finite cosine is no evidence at all.
+                (true, None) => (false, GateReason::BelowGate),
                 (true, Some(cosine)) if cosine >= threshold => (true, GateReason::CosineAbove),
                 (true, Some(_)) => (false, GateReason::BelowGate),
             };

@@ -117,3 +117,16 @@ fn too_little_data_and_bad_rows_are_refused_or_skipped() {
         calibrate(&refs(&vectors), &labels, &CalibrationParams::default()).expect("calibrates");
     assert_eq!(calibration.sampled_rows, 37);
 }
+
+/// Pins the sampler: a change of RNG, sampling or sweep moves this golden and must say so.
+#[test]
+fn calibration_golden() {
+    let (vectors, labels) = corpus(30, 6, 24, 0.6, 99);
+    let params = CalibrationParams {
+        null_rows: 100,
+        positive_pairs: 50,
+        ..CalibrationParams::default()
+    };
+    let calibration = calibrate(&refs(&vectors), &labels, &params).expect("calibrates");
+    expect_test::expect![[r#"{"threshold":0.5586,"floored":false,"method":"separation","seed":42,"sampled_rows":100,"null_pairs":4816,"positive_pairs":50,"null_mean":-0.0116,"null_std":0.2048,"positive_mean":0.7303,"null_admit_rate":0.0012,"positive_admit_rate":1.0,"youden_j":0.9988}"#]].assert_eq(&serde_json::to_string(&calibration).expect("json"));
+}

@@ -136,3 +136,21 @@ fn deep_halves_and_disabled_passes_everything() {
     let (kept, report) = apply(&off, &input(Some(0.9), 0, false), fused);
     assert_eq!((kept.len(), report.origin), (1, ThresholdOrigin::Disabled));
 }
+
+#[test]
+fn a_vector_vote_without_a_cosine_is_not_admitted() {
+    let lists = [
+        ArmList::ranked(
+            Arm::VectorNear,
+            [(Ref::mem(1), None), (Ref::mem(2), Some(f64::NAN))],
+        ),
+        ArmList::ranked(Arm::EpisodeFts, [(Ref::ep(1), Some(2.0))]),
+    ];
+    let fused = rrf(&lists, &ArmWeights::default(), 60.0);
+    let (kept, report) = apply(&GateConfig::default(), &input(None, 10, false), fused);
+    assert_eq!(
+        kept.iter().map(|c| c.r#ref).collect::<Vec<_>>(),
+        vec![Ref::ep(1)]
+    );
+    assert!(!report.gate_fallback);
+}

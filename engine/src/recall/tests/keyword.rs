@@ -120,3 +120,11 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn an_oversized_whole_query_is_left_out_but_its_terms_stay() {
+    let query = format!("{} tunnel", "x".repeat(MAX_LIKE_PATTERN_BYTES));
+    let p = plan(&query).expect("plan");
+    assert_eq!(p.dropped_patterns, 2);
+    assert_eq!(p.needles, vec!["tunnel"]);
+}

@@ -400,3 +400,57 @@ fn limit_zero_returns_nothing_and_considers_the_same_candidates() {
     assert_eq!((n0, n5), (0, 4));
     assert_eq!(ids0, ids5);
 }
+
+mod invariant {
+    use std::collections::BTreeSet;
+
+    use proptest::prelude::*;
+
+    use super::{arms, corpus};
+    use crate::recall::candidate::Ref;
+    use crate::recall::config::RecallConfig;
+    use crate::recall::gate::GateInput;
+    use crate::recall::shape::Hydrated;
+    use crate::recall::{RecallRequest, run};
+
+    fn considered(limit: usize, config: &RecallConfig) -> BTreeSet<Ref> {
+        let rows = corpus();
+        let request = RecallRequest {
+            query: "tunnel",
+            limit,
+            deep: false,
+            full_content: false,
+        };
+        let gate = GateInput {
+            calibrated: None,
+            pool: 10,
+            deep: false,
+        };
+        let outcome = run(
+            config,
+            &request,
+            arms(),
+            &gate,
+            |r| {
+                rows.get(&r).map(|c| Hydrated {
+                    content: c.clone(),
+                    ..Hydrated::default()
+                })
+            },
+            |_| None,
+        );
+        outcome.stages.fusion.iter().map(|c| c.r#ref).collect()
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+        /// Through the whole pass: the fused candidate set depends on the depth, never on `limit`.
+        #[test]
+        fn limit_never_changes_what_fusion_considers(a in 0usize..=100, b in 0usize..=100, floor in 1usize..4) {
+            let mut config = RecallConfig::default();
+            config.depth = crate::recall::select::RecallDepth::new(floor, floor + 1, 10).expect("valid");
+            prop_assert_eq!(considered(a, &config), considered(b, &config));
+        }
+    }
+}
