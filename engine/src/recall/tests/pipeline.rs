@@ -448,8 +448,10 @@ mod invariant {
         /// Through the whole pass: the fused candidate set depends on the depth, never on `limit`.
         #[test]
         fn limit_never_changes_what_fusion_considers(a in 0usize..=100, b in 0usize..=100, floor in 1usize..4) {
-            let mut config = RecallConfig::default();
-            config.depth = crate::recall::select::RecallDepth::new(floor, floor + 1, 10).expect("valid");
+            let config = RecallConfig {
+                depth: crate::recall::select::RecallDepth::new(floor, floor + 1, 10).expect("valid"),
+                ..RecallConfig::default()
+            };
             prop_assert_eq!(considered(a, &config), considered(b, &config));
         }
     }
