@@ -133,7 +133,7 @@ pub fn fused_order(a: &FusedCandidate, b: &FusedCandidate) -> std::cmp::Ordering
         .then_with(|| a.r#ref.cmp(&b.r#ref))
 }
 
-/// Visits the lists in fusion order (whatever order they were passed in), each in rank
+/// Visits the lists (one per arm) in fusion order, whatever order they were passed in, each in rank
 /// order, summing each arm's contribution per row in that order, and sorts by
 /// [`fused_order`]. A row an arm lists twice keeps its best rank in that arm.
 fn accumulate(

@@ -3,6 +3,7 @@
 mod calibrate;
 mod candidate;
 mod confidence;
+mod config;
 mod contents;
 mod excerpt;
 mod fts_query;
