@@ -126,6 +126,15 @@ pub fn heuristic_min_score(config: &GateConfig, pool: u64) -> f64 {
     round4(config.heuristic_max - config.heuristic_drop * grown.min(1.0))
 }
 
+/// The pool size from which CPersona admits profile rows (`[Profile] …`, appended after
+/// fusion by the store): below it an agent has too little history for a profile to help.
+pub const PROFILE_MIN_POOL: u64 = 50;
+
+/// Whether the store's profile rows pass the gate (CPersona: `pool ≥ 50`).
+pub fn profile_passes(pool: u64) -> bool {
+    pool >= PROFILE_MIN_POOL
+}
+
 /// Applies the gate to fused candidates (in fused order) and returns the survivors in the
 /// same order with the report. Never reorders.
 pub fn apply(

@@ -154,3 +154,9 @@ fn a_vector_vote_without_a_cosine_is_not_admitted() {
     );
     assert!(!report.gate_fallback);
 }
+
+#[test]
+fn profiles_need_a_pool_of_fifty() {
+    assert!(!profile_passes(49));
+    assert!(profile_passes(50));
+}
