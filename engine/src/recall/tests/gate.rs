@@ -3,6 +3,7 @@
 
 use crate::recall::candidate::{Arm, ArmList, Ref};
 use crate::recall::fusion::{ArmWeights, rrf};
+use crate::recall::gate::profile_passes;
 use crate::recall::gate::{
     GateConfig, GateInput, GateReason, ThresholdOrigin, apply, heuristic_min_score,
 };
