@@ -9,5 +9,6 @@
 
 pub mod embed;
 pub mod error;
+pub mod recall;
 
 pub use error::{Error, Result};

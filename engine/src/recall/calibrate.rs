@@ -1,0 +1,265 @@
+//! Calibrates the gate's cosine threshold from the corpus: a null distribution of cosines
+//! between rows of different sessions against a positive distribution of cosines between
+//! rows of the same session, and the separation point between them. Pure and deterministic
+//! given the seed; the caller stores the result (in SQLite) and never runs it per recall.
+//!
+//! CPersona's method (reference 2.5 §6.1), with two of its debts paid: vectors are
+//! normalised before the dot product (CPersona compares raw dots, bug-250), and the null
+//! population leaves out same-session pairs (CPersona's includes them). Its positive proxy
+//! is temporal adjacency within 30 minutes; here it is session membership, which the caller
+//! may derive the same way. Rows are sampled with a seeded RNG instead of `ORDER BY RANDOM()`.
+
+use std::collections::HashMap;
+use std::hash::Hash;
+
+use rand::SeedableRng;
+use rand::rngs::StdRng;
+use rand::seq::index::sample;
+use serde::Serialize;
+
+use super::gate::round4;
+
+/// Calibration settings (the caller passes them; defaults are CPersona's).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct CalibrationParams {
+    /// Seed of the sampler: the same seed and input give the same threshold.
+    pub seed: u64,
+    /// Rows sampled for the null distribution (CPersona: 200, up to 2,000); all pairs of
+    /// different sessions among them are scored (19,900 pairs at most for 200).
+    pub null_rows: usize,
+    /// The most same-session pairs scored; more are sampled down.
+    pub positive_pairs: usize,
+    /// Weight of specificity in `TPR + β·(1 − FPR)`: 1.0 is Youden's J (CPersona's vector
+    /// threshold), 2.0 strict, 0.5 lenient.
+    pub beta: f64,
+    /// Candidate thresholds swept between the smallest and largest cosine (CPersona: 256).
+    pub sweep_points: usize,
+    /// The threshold never goes below this (CPersona's `CALIBRATE_FLOOR`, 0.05). It is a
+    /// cosine floor, on the cosine's own scale, never applied to a rank-fusion score.
+    pub floor: f64,
+    /// Fewest null pairs and positive pairs needed; below them there is no calibration.
+    pub min_pairs: usize,
+}
+
+impl Default for CalibrationParams {
+    fn default() -> CalibrationParams {
+        CalibrationParams {
+            seed: 42,
+            null_rows: 200,
+            positive_pairs: 2_000,
+            beta: 1.0,
+            sweep_points: 256,
+            floor: 0.05,
+            min_pairs: 10,
+        }
+    }
+}
+
+/// A calibrated threshold and the statistics behind it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Calibration {
+    /// The cosine threshold, rounded to 4 decimals and floored.
+    pub threshold: f64,
+    /// True when the floor, not the separation point, set the threshold.
+    pub floored: bool,
+    /// `"separation"`.
+    pub method: &'static str,
+    /// The seed used.
+    pub seed: u64,
+    /// Rows sampled for the null.
+    pub sampled_rows: usize,
+    /// Null pairs scored.
+    pub null_pairs: usize,
+    /// Positive pairs scored.
+    pub positive_pairs: usize,
+    /// Mean of the null cosines.
+    pub null_mean: f64,
+    /// Standard deviation (population) of the null cosines.
+    pub null_std: f64,
+    /// Mean of the positive cosines.
+    pub positive_mean: f64,
+    /// Share of null pairs at or above the threshold.
+    pub null_admit_rate: f64,
+    /// Share of positive pairs at or above the threshold.
+    pub positive_admit_rate: f64,
+    /// `TPR − FPR` at the threshold.
+    pub youden_j: f64,
+}
+
+/// Why there is no calibration.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum CalibrationError {
+    /// `vectors` and `sessions` differ in length.
+    #[error("calibration got {vectors} vectors and {sessions} session labels")]
+    LengthMismatch { vectors: usize, sessions: usize },
+    /// Too few usable pairs.
+    #[error(
+        "too few pairs to calibrate: {null_pairs} null, {positive_pairs} positive, {needed} needed of each"
+    )]
+    TooFewPairs {
+        null_pairs: usize,
+        positive_pairs: usize,
+        needed: usize,
+    },
+}
+
+/// Calibrates from `vectors[i]` (any length, any norm; zero, non-finite or off-width rows
+/// are skipped) labelled with `sessions[i]`. Positive pairs are consecutive members of each
+/// session in input order (pass rows in time order to mirror CPersona's temporal pairs).
+pub fn calibrate<S: Eq + Hash>(
+    vectors: &[&[f32]],
+    sessions: &[S],
+    params: &CalibrationParams,
+) -> Result<Calibration, CalibrationError> {
+    if vectors.len() != sessions.len() {
+        return Err(CalibrationError::LengthMismatch {
+            vectors: vectors.len(),
+            sessions: sessions.len(),
+        });
+    }
+    let width = modal_width(vectors);
+    let unit: Vec<Option<Vec<f64>>> = vectors.iter().map(|v| normalised(v, width)).collect();
+    let usable: Vec<usize> = (0..vectors.len()).filter(|&i| unit[i].is_some()).collect();
+    let mut rng = StdRng::seed_from_u64(params.seed);
+
+    let mut picked: Vec<usize> = if usable.len() <= params.null_rows {
+        usable.clone()
+    } else {
+        sample(&mut rng, usable.len(), params.null_rows)
+            .into_iter()
+            .map(|i| usable[i])
+            .collect()
+    };
+    picked.sort_unstable();
+    let mut null = Vec::new();
+    for (a, &i) in picked.iter().enumerate() {
+        for &j in &picked[a + 1..] {
+            if sessions[i] != sessions[j] {
+                null.push(cosine(&unit, i, j));
+            }
+        }
+    }
+
+    let mut pairs: Vec<(usize, usize)> = Vec::new();
+    let mut last_of_session: HashMap<&S, usize> = HashMap::new();
+    for &j in &usable {
+        if let Some(i) = last_of_session.insert(&sessions[j], j) {
+            pairs.push((i, j));
+        }
+    }
+    if pairs.len() > params.positive_pairs {
+        let mut keep: Vec<usize> = sample(&mut rng, pairs.len(), params.positive_pairs).into_vec();
+        keep.sort_unstable();
+        pairs = keep.into_iter().map(|k| pairs[k]).collect();
+    }
+    let positive: Vec<f64> = pairs.iter().map(|&(i, j)| cosine(&unit, i, j)).collect();
+
+    if null.len() < params.min_pairs || positive.len() < params.min_pairs {
+        return Err(CalibrationError::TooFewPairs {
+            null_pairs: null.len(),
+            positive_pairs: positive.len(),
+            needed: params.min_pairs,
+        });
+    }
+    Ok(separation(null, positive, picked.len(), params))
+}
+
+/// The separation point: over `sweep_points` evenly spaced candidates between the smallest
+/// and largest observed cosine, the first maximiser of `TPR(t) + β·(1 − FPR(t))`.
+fn separation(
+    mut null: Vec<f64>,
+    mut positive: Vec<f64>,
+    sampled_rows: usize,
+    params: &CalibrationParams,
+) -> Calibration {
+    null.sort_by(f64::total_cmp);
+    positive.sort_by(f64::total_cmp);
+    let lo = null[0].min(positive[0]);
+    let hi = null[null.len() - 1].max(positive[positive.len() - 1]);
+    let admit = |sorted: &[f64], t: f64| {
+        ratio(
+            sorted.len() - sorted.partition_point(|&v| v < t),
+            sorted.len(),
+        )
+    };
+    let steps = params.sweep_points.max(2);
+    let mut best = (f64::NEG_INFINITY, lo);
+    for step in 0..steps {
+        let t = lo + (hi - lo) * ratio(step, steps - 1);
+        let objective = admit(&positive, t) + params.beta * (1.0 - admit(&null, t));
+        if objective > best.0 {
+            best = (objective, t);
+        }
+    }
+    let raw = round4(best.1);
+    let threshold = round4(raw.max(params.floor));
+    let tpr = admit(&positive, threshold);
+    let fpr = admit(&null, threshold);
+    let (null_mean, null_std) = mean_std(&null);
+    Calibration {
+        threshold,
+        floored: raw < params.floor,
+        method: "separation",
+        seed: params.seed,
+        sampled_rows,
+        null_pairs: null.len(),
+        positive_pairs: positive.len(),
+        null_mean: round4(null_mean),
+        null_std: round4(null_std),
+        positive_mean: round4(mean_std(&positive).0),
+        null_admit_rate: round4(fpr),
+        positive_admit_rate: round4(tpr),
+        youden_j: round4(tpr - fpr),
+    }
+}
+
+/// The most common vector length among non-empty rows (ties: the smaller length), so rows
+/// of a swapped-out model are skipped rather than compared.
+fn modal_width(vectors: &[&[f32]]) -> usize {
+    let mut widths: Vec<usize> = vectors.iter().map(|v| v.len()).filter(|&w| w > 0).collect();
+    widths.sort_unstable();
+    let mut best = (0usize, 0usize);
+    for run in widths.chunk_by(|a, b| a == b) {
+        if run.len() > best.1 {
+            best = (run[0], run.len());
+        }
+    }
+    best.0
+}
+
+fn normalised(vector: &[f32], width: usize) -> Option<Vec<f64>> {
+    if vector.len() != width || vector.iter().any(|x| !x.is_finite()) {
+        return None;
+    }
+    let norm = vector
+        .iter()
+        .map(|&x| f64::from(x) * f64::from(x))
+        .sum::<f64>()
+        .sqrt();
+    (norm > 0.0).then(|| vector.iter().map(|&x| f64::from(x) / norm).collect())
+}
+
+fn cosine(unit: &[Option<Vec<f64>>], i: usize, j: usize) -> f64 {
+    match (&unit[i], &unit[j]) {
+        (Some(a), Some(b)) => a.iter().zip(b).map(|(x, y)| x * y).sum(),
+        _ => 0.0,
+    }
+}
+
+fn ratio(num: usize, den: usize) -> f64 {
+    if den == 0 {
+        0.0
+    } else {
+        num as f64 / den as f64
+    }
+}
+
+fn mean_std(values: &[f64]) -> (f64, f64) {
+    if values.is_empty() {
+        return (0.0, 0.0);
+    }
+    let n = values.len() as f64;
+    let mean = values.iter().sum::<f64>() / n;
+    let var = values.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / n;
+    (mean, var.sqrt())
+}

@@ -1,0 +1,87 @@
+//! `RecallConfig`: every knob of the pure recall stages, typed, with documented defaults.
+//! The server builds it once from env and flags; nothing here reads the environment.
+
+use serde::Serialize;
+
+use super::confidence::ConfidenceParams;
+use super::error::RecallError;
+use super::fusion::{ArmWeights, FusionMode};
+use super::gate::GateConfig;
+use super::select::RecallDepth;
+use super::shape::ShapeConfig;
+
+/// Settings of the recall stages.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct RecallConfig {
+    /// Fusion mode (default rrf, CPersona's `CPERSONA_RECALL_MODE`).
+    pub fusion: FusionMode,
+    /// RRF's k (default [`RecallConfig::RRF_K`]).
+    pub rrf_k: f64,
+    /// Per-arm weights (default all 1).
+    pub weights: ArmWeights,
+    /// Recall Depth (per-arm candidate depth), independent of `limit`.
+    pub depth: RecallDepth,
+    /// The gate.
+    pub gate: GateConfig,
+    /// The preview tier.
+    pub shape: ShapeConfig,
+    /// Confidence constants (reported only).
+    pub confidence: ConfidenceParams,
+}
+
+impl RecallConfig {
+    /// RRF's k: 60, CPersona's `CPERSONA_RRF_K` and the value of the original RRF paper;
+    /// it damps the gap between rank 0 and rank 1 so no single arm dominates.
+    pub const RRF_K: f64 = 60.0;
+    /// Preview length: 500 characters, CPersona's `CPERSONA_RECALL_PREVIEW_CHARS`, which
+    /// agents already expect (a preview is a pure prefix, so feeding it back through
+    /// `exclude_contents` still matches by starts-with).
+    pub const PREVIEW_CHARS: usize = 500;
+    /// Excerpt length: 800 characters, CPersona 2.6's `CPERSONA_RECALL_EXCERPT_CHARS`:
+    /// about one governing paragraph, the part of a cut row that matched.
+    pub const EXCERPT_CHARS: usize = 800;
+    /// `full_content=true` budget: 200,000 characters, CPersona's, about 50K tokens.
+    pub const FULL_CONTENT_BUDGET_CHARS: usize = 200_000;
+
+    /// Checks the values a server could get wrong.
+    pub fn validate(&self) -> Result<(), RecallError> {
+        RecallDepth::new(self.depth.floor, self.depth.default, self.depth.max)?;
+        if !(self.rrf_k.is_finite() && self.rrf_k >= 0.0) {
+            return Err(RecallError::InvalidSetting {
+                name: "rrf_k",
+                reason: "must be finite and >= 0",
+            });
+        }
+        let w = self.weights;
+        if [w.vector_near, w.vector_far, w.episode_fts, w.memory_keyword]
+            .iter()
+            .any(|x| !(x.is_finite() && *x >= 0.0))
+        {
+            return Err(RecallError::InvalidSetting {
+                name: "weights",
+                reason: "must be finite and >= 0",
+            });
+        }
+        Ok(())
+    }
+}
+
+impl Default for RecallConfig {
+    fn default() -> RecallConfig {
+        RecallConfig {
+            fusion: FusionMode::Rrf,
+            rrf_k: RecallConfig::RRF_K,
+            weights: ArmWeights::default(),
+            depth: RecallDepth::default(),
+            // Gate on (CPersona's `CPERSONA_FUSED_GATE_ENABLED=true`), heuristic curve
+            // 0.5 → 0.2 over a 500-row pool, halved for `deep`: CPersona's constants.
+            gate: GateConfig::default(),
+            shape: ShapeConfig {
+                preview_chars: RecallConfig::PREVIEW_CHARS,
+                excerpt_chars: RecallConfig::EXCERPT_CHARS,
+                full_content_budget_chars: RecallConfig::FULL_CONTENT_BUDGET_CHARS,
+            },
+            confidence: ConfidenceParams::default(),
+        }
+    }
+}

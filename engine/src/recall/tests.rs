@@ -1,0 +1,15 @@
+//! Unit tests of the recall stages, one module per stage.
+
+mod calibrate;
+mod candidate;
+mod confidence;
+mod config;
+mod contents;
+mod excerpt;
+mod fts_query;
+mod fusion;
+mod gate;
+mod keyword;
+mod pipeline;
+mod select;
+mod shape;
