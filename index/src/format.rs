@@ -122,7 +122,7 @@ pub struct Header {
 
 /// Size of [`Header`] in bytes.
 pub const HEADER_LEN: usize = std::mem::size_of::<Header>();
-const _: () = assert!(HEADER_LEN == 320 && HEADER_LEN % ALIGN == 0);
+const _: () = assert!(HEADER_LEN == 320 && HEADER_LEN.is_multiple_of(ALIGN));
 
 /// A checked vector dimension, with the row strides that follow from it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
