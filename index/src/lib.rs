@@ -31,5 +31,5 @@ pub use generation::{EmbedderIdentity, Generation, GenerationMeta, ScopeField, S
 pub use kernels::{Isa, Kernels};
 pub use quantize::QueryCodes;
 pub use scan::{Bounds, DEFAULT_CANDIDATES, NearFar, ScanConfig, SearchMode, SearchResult};
-pub use topk::{BestK, Hit};
+pub use topk::{BestK, Hit, Ranked, TopHits};
 pub use writer::{GenerationWriter, Row, Scope, WriteSummary};

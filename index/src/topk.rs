@@ -27,9 +27,9 @@ impl Hit {
     }
 }
 
-/// A [`Hit`] ordered so that smaller is better (the order of [`Hit::rank_cmp`]).
+/// A [`Hit`] ordered so that smaller is better (the order of [`Hit::rank_cmp`]), for [`BestK`].
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct Ranked(pub(crate) Hit);
+pub struct Ranked(pub Hit);
 
 impl PartialEq for Ranked {
     fn eq(&self, other: &Self) -> bool {
@@ -120,11 +120,11 @@ impl<T: Ord> BestK<T> {
 }
 
 /// Best-k hits in result order.
-pub(crate) type TopHits = BestK<Ranked>;
+pub type TopHits = BestK<Ranked>;
 
 impl TopHits {
     /// The kept hits, best first.
-    pub(crate) fn into_hits(self) -> Vec<Hit> {
+    pub fn into_hits(self) -> Vec<Hit> {
         self.into_sorted_vec().into_iter().map(|r| r.0).collect()
     }
 }
