@@ -32,8 +32,9 @@ impl CodeColumns<'_> {
         let mut dots = [0i32; BLOCK_ROWS];
         let rows = &self.codes[start * self.stride..(start + n) * self.stride];
         kernels.dot_i8_batch(query.codes(), rows, self.stride, &mut dots[..n]);
+        let mut floor = top.floor();
         for (offset, &dot) in dots[..n].iter().enumerate() {
-            self.offer(query, start + offset, dot, top);
+            self.offer(query, start + offset, dot, top, &mut floor);
         }
     }
 
@@ -55,19 +56,28 @@ impl CodeColumns<'_> {
             positions,
             &mut dots[..n],
         );
+        let mut floor = top.floor();
         for (&row, &dot) in positions.iter().zip(&dots[..n]) {
-            self.offer(query, row as usize, dot, top);
+            self.offer(query, row as usize, dot, top, &mut floor);
         }
     }
 
+    /// PERF: `floor` is the running threshold (the worst kept score once the top is full); a
+    /// score strictly below it cannot enter, so most rows cost one compare and no heap access.
+    /// Equal scores still go through the heap, where the id breaks the tie.
     #[inline]
-    fn offer(&self, query: &QueryCodes, row: usize, dot: i32, top: &mut TopHits) {
-        let hit = Hit {
+    fn offer(&self, query: &QueryCodes, row: usize, dot: i32, top: &mut TopHits, floor: &mut f32) {
+        let score = score(dot, query.scale(), self.scales[row]);
+        if score < *floor {
+            return;
+        }
+        if top.push(Ranked(Hit {
             id: self.ids[row],
             row: row as u32,
-            score: score(dot, query.scale(), self.scales[row]),
-        };
-        top.push(Ranked(hit));
+            score,
+        })) {
+            *floor = top.floor();
+        }
     }
 }
 

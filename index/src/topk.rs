@@ -123,6 +123,16 @@ impl<T: Ord> BestK<T> {
 pub type TopHits = BestK<Ranked>;
 
 impl TopHits {
+    /// The score below which nothing can enter: −∞ until `k` hits are kept, then the worst
+    /// kept score (+∞ when k is 0).
+    pub fn floor(&self) -> f32 {
+        if self.len() < self.capacity() {
+            f32::NEG_INFINITY
+        } else {
+            self.worst().map_or(f32::INFINITY, |w| w.0.score)
+        }
+    }
+
     /// The kept hits, best first.
     pub fn into_hits(self) -> Vec<Hit> {
         self.into_sorted_vec().into_iter().map(|r| r.0).collect()
