@@ -12,7 +12,9 @@
 
 use std::time::{Duration, Instant};
 
-use cpersona_benches::{SearchFixture, corpus_fixture, file_fixture, median, memory_bandwidth, recall};
+use cpersona_benches::{
+    SearchFixture, corpus_fixture, file_fixture, median, memory_bandwidth, recall,
+};
 use cpersona_index::{RowFilter, ScanConfig, SearchMode};
 use cpersona_scale::corpus::CorpusConfig;
 use criterion::Criterion;
@@ -23,7 +25,11 @@ const QUERIES: usize = 50;
 fn env_list(name: &str, default: &[usize]) -> Vec<usize> {
     std::env::var(name)
         .ok()
-        .map(|s| s.split(',').filter_map(|v| v.trim().replace('_', "").parse().ok()).collect())
+        .map(|s| {
+            s.split(',')
+                .filter_map(|v| v.trim().replace('_', "").parse().ok())
+                .collect()
+        })
         .unwrap_or_else(|| default.to_vec())
 }
 
@@ -37,18 +43,23 @@ fn main() {
     let fixtures: Vec<(String, SearchFixture)> = match std::env::var("CPERSONA_BENCH_EMBEDDINGS") {
         Ok(path) => {
             let dim = env_list("CPERSONA_BENCH_DIM", &[384])[0];
-            let fixture = file_fixture(path.as_ref(), dim, QUERIES, K).expect("embedding file fixture");
+            let fixture =
+                file_fixture(path.as_ref(), dim, QUERIES, K).expect("embedding file fixture");
             vec![(format!("file{}", fixture.generation.len()), fixture)]
         }
         Err(_) => env_list("CPERSONA_BENCH_ROWS", &[10_000, 100_000, 1_000_000])
             .into_iter()
             .map(|rows| {
-                let fixture = corpus_fixture(&CorpusConfig::default(), rows, QUERIES, K).expect("corpus fixture");
+                let fixture = corpus_fixture(&CorpusConfig::default(), rows, QUERIES, K)
+                    .expect("corpus fixture");
                 (format!("{rows}"), fixture)
             })
             .collect(),
     };
-    eprintln!("kernels: {:?}", fixtures.first().map(|f| f.1.generation.kernels().isa()));
+    eprintln!(
+        "kernels: {:?}",
+        fixtures.first().map(|f| f.1.generation.kernels().isa())
+    );
     for (name, fixture) in &fixtures {
         run_size(&mut criterion, name, fixture, &candidates);
     }
@@ -60,7 +71,10 @@ fn run_size(criterion: &mut Criterion, name: &str, fixture: &SearchFixture, cand
     let dim = g.dim();
     let code_bytes = g.len() * dim.code_stride();
     let sign_bytes = g.len() * dim.sign_words() * 8;
-    let bandwidth = [memory_bandwidth(code_bytes.max(1 << 20), 1), memory_bandwidth(code_bytes.max(1 << 20), 2)];
+    let bandwidth = [
+        memory_bandwidth(code_bytes.max(1 << 20), 1),
+        memory_bandwidth(code_bytes.max(1 << 20), 2),
+    ];
     eprintln!(
         "\n== {name}: {} rows x {} dims; read bandwidth over {:.0} MB: {:.1} GB/s (1 thread), {:.1} GB/s (2 threads)",
         g.len(),
@@ -69,13 +83,24 @@ fn run_size(criterion: &mut Criterion, name: &str, fixture: &SearchFixture, cand
         bandwidth[0] / 1e9,
         bandwidth[1] / 1e9
     );
-    let queries: Vec<_> = fixture.queries.iter().map(|q| g.query(q).expect("query")).collect();
+    let queries: Vec<_> = fixture
+        .queries
+        .iter()
+        .map(|q| g.query(q).expect("query"))
+        .collect();
     let filter = RowFilter::default();
     let mut modes = vec![SearchMode::Exact];
-    modes.extend(candidates.iter().map(|&c| SearchMode::Prefiltered { candidates: c }));
+    modes.extend(
+        candidates
+            .iter()
+            .map(|&c| SearchMode::Prefiltered { candidates: c }),
+    );
     for threads in [1usize, 2] {
         for &mode in &modes {
-            let config = ScanConfig::new(K).with_mode(mode).with_threads(threads).expect("pool");
+            let config = ScanConfig::new(K)
+                .with_mode(mode)
+                .with_threads(threads)
+                .expect("pool");
             let label = match mode {
                 SearchMode::Exact => "exact".to_string(),
                 SearchMode::Prefiltered { candidates } => format!("prefiltered-c{candidates}"),
@@ -92,7 +117,9 @@ fn run_size(criterion: &mut Criterion, name: &str, fixture: &SearchFixture, cand
             let p50 = median(&mut times);
             let streamed = match mode {
                 SearchMode::Exact => code_bytes,
-                SearchMode::Prefiltered { candidates } => sign_bytes + candidates.min(g.len()) * dim.code_stride(),
+                SearchMode::Prefiltered { candidates } => {
+                    sign_bytes + candidates.min(g.len()) * dim.code_stride()
+                }
             };
             let rate = streamed as f64 / p50;
             eprintln!(

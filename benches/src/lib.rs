@@ -33,29 +33,58 @@ pub fn cache_dir() -> PathBuf {
 
 /// A generation of `rows` rows of the synthetic corpus, `n_queries` corpus queries and their
 /// exact f32 top-`k`; built once and reused from [`cache_dir`] (keyed by every knob).
-pub fn corpus_fixture(config: &CorpusConfig, rows: usize, n_queries: usize, k: usize) -> std::io::Result<SearchFixture> {
+pub fn corpus_fixture(
+    config: &CorpusConfig,
+    rows: usize,
+    n_queries: usize,
+    k: usize,
+) -> std::io::Result<SearchFixture> {
     let corpus = Corpus::new(config.clone());
     let queries: Vec<Vec<f32>> = (0..n_queries).map(|i| corpus.query(i)).collect();
     let key = format!("{config:?}/{rows}/{n_queries}/{k}");
-    build_cached(&key, "corpus", config.dim, rows, queries, k, |start, end| {
-        (start..end)
-            .map(|i| {
-                let r = corpus.row(i, rows);
-                (r.id, r.created_at, [r.agent, r.project, r.channel, r.source], r.vector)
-            })
-            .collect()
-    }, &corpus)
+    build_cached(
+        &key,
+        "corpus",
+        config.dim,
+        rows,
+        queries,
+        k,
+        |start, end| {
+            (start..end)
+                .map(|i| {
+                    let r = corpus.row(i, rows);
+                    (
+                        r.id,
+                        r.created_at,
+                        [r.agent, r.project, r.channel, r.source],
+                        r.vector,
+                    )
+                })
+                .collect()
+        },
+        &corpus,
+    )
 }
 
 /// A generation of real embeddings read from a raw little-endian f32 file of `dim`-long
 /// vectors (for example MiniLM vectors of a public corpus). The last `n_queries` vectors are
 /// the queries and are left out of the generation; timestamps and scopes are the corpus's.
-pub fn file_fixture(path: &Path, dim: usize, n_queries: usize, k: usize) -> std::io::Result<SearchFixture> {
+pub fn file_fixture(
+    path: &Path,
+    dim: usize,
+    n_queries: usize,
+    k: usize,
+) -> std::io::Result<SearchFixture> {
     let bytes = std::fs::read(path)?;
-    let floats: Vec<f32> = bytes.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
+    let floats: Vec<f32> = bytes
+        .chunks_exact(4)
+        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect();
     let total = floats.len() / dim;
     if total <= n_queries {
-        return Err(std::io::Error::other("embedding file holds fewer vectors than queries"));
+        return Err(std::io::Error::other(
+            "embedding file holds fewer vectors than queries",
+        ));
     }
     let unit = |i: usize| {
         let mut v = floats[i * dim..(i + 1) * dim].to_vec();
@@ -64,16 +93,34 @@ pub fn file_fixture(path: &Path, dim: usize, n_queries: usize, k: usize) -> std:
     };
     let rows = total - n_queries;
     let queries: Vec<Vec<f32>> = (rows..total).map(unit).collect();
-    let corpus = Corpus::new(CorpusConfig { dim, clusters: 1, ..Default::default() });
+    let corpus = Corpus::new(CorpusConfig {
+        dim,
+        clusters: 1,
+        ..Default::default()
+    });
     let key = format!("{}/{}/{dim}/{n_queries}/{k}", path.display(), bytes.len());
-    build_cached(&key, "file", dim, rows, queries, k, |start, end| {
-        (start..end)
-            .map(|i| {
-                let r = corpus.row(i, rows);
-                (r.id, r.created_at, [r.agent, r.project, r.channel, r.source], unit(i))
-            })
-            .collect()
-    }, &corpus)
+    build_cached(
+        &key,
+        "file",
+        dim,
+        rows,
+        queries,
+        k,
+        |start, end| {
+            (start..end)
+                .map(|i| {
+                    let r = corpus.row(i, rows);
+                    (
+                        r.id,
+                        r.created_at,
+                        [r.agent, r.project, r.channel, r.source],
+                        unit(i),
+                    )
+                })
+                .collect()
+        },
+        &corpus,
+    )
 }
 
 type GeneratedRow = (i64, i64, [usize; 4], Vec<f32>);
@@ -96,14 +143,28 @@ fn build_cached(
     let stem = format!("{kind}-{rows}-{:016x}", hasher.finish());
     let path = dir.join(format!("{stem}.gen"));
     let truth_path = dir.join(format!("{stem}.truth"));
-    if let (Ok(generation), Ok(truth)) = (Generation::open(&path), read_truth(&truth_path, queries.len(), k)) {
-        return Ok(SearchFixture { generation, queries, truth, path });
+    if let (Ok(generation), Ok(truth)) = (
+        Generation::open(&path),
+        read_truth(&truth_path, queries.len(), k),
+    ) {
+        return Ok(SearchFixture {
+            generation,
+            queries,
+            truth,
+            path,
+        });
     }
     let started = Instant::now();
     let meta = GenerationMeta {
         generation: 1,
-        source: SourceFingerprint { changelog_head: rows as u64, schema_version: 1 },
-        embedder: EmbedderIdentity { model_id: format!("bench/{kind}"), dim },
+        source: SourceFingerprint {
+            changelog_head: rows as u64,
+            schema_version: 1,
+        },
+        embedder: EmbedderIdentity {
+            model_id: format!("bench/{kind}"),
+            dim,
+        },
     };
     let mut writer = GenerationWriter::create(&path, meta).map_err(std::io::Error::other)?;
     let mut best: Vec<BestK<Ranked>> = queries.iter().map(|_| BestK::new(k)).collect();
@@ -123,18 +184,26 @@ fn build_cached(
                     let queries = &queries;
                     s.spawn(move || {
                         let generated = generate(a, b);
-                        let mut local: Vec<BestK<Ranked>> = queries.iter().map(|_| BestK::new(k)).collect();
+                        let mut local: Vec<BestK<Ranked>> =
+                            queries.iter().map(|_| BestK::new(k)).collect();
                         for (offset, row) in generated.iter().enumerate() {
                             for (q, top) in queries.iter().zip(&mut local) {
                                 let score = dot_f32(q, &row.3);
-                                top.push(Ranked(Hit { id: row.0, row: (a + offset) as u32, score }));
+                                top.push(Ranked(Hit {
+                                    id: row.0,
+                                    row: (a + offset) as u32,
+                                    score,
+                                }));
                             }
                         }
                         (generated, local)
                     })
                 })
                 .collect();
-            handles.into_iter().map(|h| h.join().expect("generator thread")).collect()
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("generator thread"))
+                .collect()
         });
         for (generated, local) in parts {
             for (top, l) in best.iter_mut().zip(local) {
@@ -148,18 +217,39 @@ fn build_cached(
                     source: sources[labels[3]],
                 };
                 writer
-                    .push(&Row { id: *id, created_at: *created_at, scope, vector })
+                    .push(&Row {
+                        id: *id,
+                        created_at: *created_at,
+                        scope,
+                        vector,
+                    })
                     .map_err(std::io::Error::other)?;
             }
         }
     }
     writer.finish().map_err(std::io::Error::other)?;
-    let truth: Vec<Vec<i64>> = best.into_iter().map(|b| b.into_hits().iter().map(|h| h.id).collect()).collect();
-    let flat: Vec<u8> = truth.iter().flatten().flat_map(|id| id.to_le_bytes()).collect();
+    let truth: Vec<Vec<i64>> = best
+        .into_iter()
+        .map(|b| b.into_hits().iter().map(|h| h.id).collect())
+        .collect();
+    let flat: Vec<u8> = truth
+        .iter()
+        .flatten()
+        .flat_map(|id| id.to_le_bytes())
+        .collect();
     std::fs::write(&truth_path, flat)?;
-    eprintln!("built {} ({rows} rows) in {:.1} s", path.display(), started.elapsed().as_secs_f64());
+    eprintln!(
+        "built {} ({rows} rows) in {:.1} s",
+        path.display(),
+        started.elapsed().as_secs_f64()
+    );
     let generation = Generation::open(&path).map_err(std::io::Error::other)?;
-    Ok(SearchFixture { generation, queries, truth, path })
+    Ok(SearchFixture {
+        generation,
+        queries,
+        truth,
+        path,
+    })
 }
 
 fn read_truth(path: &Path, n_queries: usize, k: usize) -> std::io::Result<Vec<Vec<i64>>> {
@@ -167,7 +257,10 @@ fn read_truth(path: &Path, n_queries: usize, k: usize) -> std::io::Result<Vec<Ve
     if bytes.len() != n_queries * k * 8 {
         return Err(std::io::Error::other("truth file of another shape"));
     }
-    let ids: Vec<i64> = bytes.chunks_exact(8).map(|b| i64::from_le_bytes(b.try_into().unwrap_or([0; 8]))).collect();
+    let ids: Vec<i64> = bytes
+        .chunks_exact(8)
+        .map(|b| i64::from_le_bytes(b.try_into().unwrap_or([0; 8])))
+        .collect();
     Ok(ids.chunks(k).map(<[i64]>::to_vec).collect())
 }
 
@@ -175,7 +268,12 @@ fn read_truth(path: &Path, n_queries: usize, k: usize) -> std::io::Result<Vec<Ve
 pub fn dot_f32(a: &[f32], b: &[f32]) -> f32 {
     let mut acc = [0.0f32; 8];
     let (ca, cb) = (a.chunks_exact(8), b.chunks_exact(8));
-    let tail: f32 = ca.remainder().iter().zip(cb.remainder()).map(|(x, y)| x * y).sum();
+    let tail: f32 = ca
+        .remainder()
+        .iter()
+        .zip(cb.remainder())
+        .map(|(x, y)| x * y)
+        .sum();
     for (x, y) in ca.zip(cb) {
         for i in 0..8 {
             acc[i] += x[i] * y[i];
@@ -189,7 +287,11 @@ pub fn recall(truth: &[i64], hits: &[Hit]) -> f64 {
     if truth.is_empty() {
         return 1.0;
     }
-    truth.iter().filter(|id| hits.iter().any(|h| h.id == **id)).count() as f64 / truth.len() as f64
+    truth
+        .iter()
+        .filter(|id| hits.iter().any(|h| h.id == **id))
+        .count() as f64
+        / truth.len() as f64
 }
 
 /// Read bandwidth in bytes per second: `threads` threads each summing their share of a
@@ -216,7 +318,10 @@ pub fn memory_bandwidth(bytes: usize, threads: usize) -> f64 {
                     })
                 })
                 .collect();
-            handles.into_iter().map(|h| h.join().unwrap_or(0)).fold(0, u64::wrapping_add)
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or(0))
+                .fold(0, u64::wrapping_add)
         });
         std::hint::black_box(total);
         if pass > 0 {

@@ -17,11 +17,12 @@ use crate::topk::{BestK, Hit, TopHits};
 
 /// Default number of prefilter candidates re-ranked with int8.
 ///
-/// Chosen by measurement (`cargo bench -p cpersona-benches --bench search`, clustered corpus,
-/// 1M × 384, k = 10): recall@10 against exact f32 rises steeply up to a few hundred
-/// candidates and flattens after; the re-rank of C rows is a random gather of C × 384 bytes,
-/// small next to the sign-bit stream (48 MB) at any C in that range. See the report in
-/// `index/FORMAT.md` ("Search defaults") for the figures.
+/// Chosen by measurement: `CPERSONA_BENCH_ROWS=1000000 cargo bench -p cpersona-benches
+/// --bench search` on the clustered corpus (`CorpusConfig::default()`, 1M × 384, k = 10,
+/// 50 queries) gave recall@10 against exact f32 of 0.664 (C = 100), 0.924 (250), 0.974
+/// (500), 0.988 (1000) and 0.988 (2000); exact int8 itself reaches 0.988. 1000 is the smallest
+/// C tried that reaches the int8 ceiling at a million rows (at 100K rows, 250 already does).
+/// Its re-rank gathers 1000 × 384 bytes, under 1% of the 48 MB of sign bits streamed.
 pub const DEFAULT_CANDIDATES: usize = 1000;
 
 /// Rows per rayon task at least. PERF: large enough that a task's fixed cost (a best-k heap of
