@@ -266,3 +266,24 @@ fn a_query_of_another_dimension_is_refused() {
     ));
     assert!(matches!(g.query(&[0.1; 15]), Err(Error::Dim { .. })));
 }
+
+#[test]
+fn a_generation_can_be_shared_across_threads() {
+    fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<Generation>();
+    assert_send_sync::<TailRows>();
+    let rows = random_rows(2, 300, 8);
+    let g = std::sync::Arc::new(Generation::from_bytes(build_bytes(&rows, 8)).unwrap());
+    let q = g.query(&rows[0].vector).unwrap();
+    let config = ScanConfig::new(1).with_mode(SearchMode::Exact);
+    let first = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..2)
+            .map(|_| s.spawn(|| g.search(&q, &RowFilter::default(), &config).unwrap()))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap().hits[0].id)
+            .collect::<Vec<_>>()
+    });
+    assert_eq!(first, vec![rows[0].id; 2]);
+}
