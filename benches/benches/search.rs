@@ -1,3 +1,141 @@
-//! Placeholder until the bench lands.
+//! Search over a generation: 10K / 100K / 1M rows × 384 dims of the clustered corpus, exact and
+//! prefiltered at several C, on 1 and 2 threads. Besides criterion's timings it prints, per
+//! case, the p50 over the queries, the bytes streamed as a fraction of the measured memory
+//! bandwidth, and recall@10 against exact f32.
+//!
+//! Run: `cargo bench -p cpersona-benches --bench search`.
+//! Knobs (read here, never by the library): `CPERSONA_BENCH_ROWS=10000,100000` picks the
+//! sizes; `CPERSONA_BENCH_EMBEDDINGS=path.f32 CPERSONA_BENCH_DIM=384` scans real embeddings
+//! (raw little-endian f32) instead of the corpus; `CPERSONA_BENCH_CANDIDATES=100,500` picks C.
+//! Fixtures are cached in `$TMPDIR/cpersona-bench`.
 #![forbid(unsafe_code)]
-fn main() {}
+
+use std::time::{Duration, Instant};
+
+use cpersona_benches::{
+    SearchFixture, corpus_fixture, file_fixture, median, memory_bandwidth, recall,
+};
+use cpersona_index::{RowFilter, ScanConfig, SearchMode};
+use cpersona_scale::corpus::CorpusConfig;
+use criterion::Criterion;
+
+const K: usize = 10;
+const QUERIES: usize = 50;
+
+fn env_list(name: &str, default: &[usize]) -> Vec<usize> {
+    std::env::var(name)
+        .ok()
+        .map(|s| {
+            s.split(',')
+                .filter_map(|v| v.trim().replace('_', "").parse().ok())
+                .collect()
+        })
+        .unwrap_or_else(|| default.to_vec())
+}
+
+fn main() {
+    let mut criterion = Criterion::default()
+        .configure_from_args()
+        .sample_size(10)
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(2));
+    let candidates = env_list("CPERSONA_BENCH_CANDIDATES", &[100, 250, 500, 1000, 2000]);
+    let fixtures: Vec<(String, SearchFixture)> = match std::env::var("CPERSONA_BENCH_EMBEDDINGS") {
+        Ok(path) => {
+            let dim = env_list("CPERSONA_BENCH_DIM", &[384])[0];
+            let fixture =
+                file_fixture(path.as_ref(), dim, QUERIES, K).expect("embedding file fixture");
+            vec![(format!("file{}", fixture.generation.len()), fixture)]
+        }
+        Err(_) => env_list("CPERSONA_BENCH_ROWS", &[10_000, 100_000, 1_000_000])
+            .into_iter()
+            .map(|rows| {
+                let fixture = corpus_fixture(&CorpusConfig::default(), rows, QUERIES, K)
+                    .expect("corpus fixture");
+                (format!("{rows}"), fixture)
+            })
+            .collect(),
+    };
+    eprintln!(
+        "kernels: {:?}",
+        fixtures.first().map(|f| f.1.generation.kernels().isa())
+    );
+    for (name, fixture) in &fixtures {
+        run_size(&mut criterion, name, fixture, &candidates);
+    }
+    criterion.final_summary();
+}
+
+fn run_size(criterion: &mut Criterion, name: &str, fixture: &SearchFixture, candidates: &[usize]) {
+    let g = &fixture.generation;
+    let dim = g.dim();
+    let code_bytes = g.len() * dim.code_stride();
+    let sign_bytes = g.len() * dim.sign_words() * 8;
+    let bandwidth = [
+        memory_bandwidth(code_bytes.max(1 << 20), 1),
+        memory_bandwidth(code_bytes.max(1 << 20), 2),
+    ];
+    eprintln!(
+        "\n== {name}: {} rows x {} dims; read bandwidth over {:.0} MB: {:.1} GB/s (1 thread), {:.1} GB/s (2 threads)",
+        g.len(),
+        dim.get(),
+        code_bytes as f64 / 1e6,
+        bandwidth[0] / 1e9,
+        bandwidth[1] / 1e9
+    );
+    let queries: Vec<_> = fixture
+        .queries
+        .iter()
+        .map(|q| g.query(q).expect("query"))
+        .collect();
+    let filter = RowFilter::default();
+    let mut modes = vec![SearchMode::Exact];
+    modes.extend(
+        candidates
+            .iter()
+            .map(|&c| SearchMode::Prefiltered { candidates: c }),
+    );
+    for threads in [1usize, 2] {
+        for &mode in &modes {
+            let config = ScanConfig::new(K)
+                .with_mode(mode)
+                .with_threads(threads)
+                .expect("pool");
+            let label = match mode {
+                SearchMode::Exact => "exact".to_string(),
+                SearchMode::Prefiltered { candidates } => format!("prefiltered-c{candidates}"),
+            };
+            // One timed pass over the queries for the p50, bandwidth share and recall.
+            let mut times = Vec::with_capacity(queries.len());
+            let mut found = 0.0;
+            for (q, truth) in queries.iter().zip(&fixture.truth) {
+                let started = Instant::now();
+                let res = g.search(q, &filter, &config).expect("search");
+                times.push(started.elapsed().as_secs_f64());
+                found += recall(truth, &res.hits);
+            }
+            let p50 = median(&mut times);
+            let streamed = match mode {
+                SearchMode::Exact => code_bytes,
+                SearchMode::Prefiltered { candidates } => {
+                    sign_bytes + candidates.min(g.len()) * dim.code_stride()
+                }
+            };
+            let rate = streamed as f64 / p50;
+            eprintln!(
+                "{name:>8} {label:<18} {threads}t  p50 {:>8.3} ms  {:>6.2} GB/s = {:>5.1}% of bandwidth  recall@10 {:.3}",
+                p50 * 1e3,
+                rate / 1e9,
+                100.0 * rate / bandwidth[threads - 1],
+                found / queries.len() as f64
+            );
+            let mut next = 0usize;
+            criterion.bench_function(&format!("search/{name}/{label}/{threads}t"), |b| {
+                b.iter(|| {
+                    next = (next + 1) % queries.len();
+                    g.search(&queries[next], &filter, &config).expect("search")
+                })
+            });
+        }
+    }
+}

@@ -1,4 +1,5 @@
 //! `index::Error`: structured failures of building, opening and searching a generation.
+//! Every variant carries fields, never a preformatted message; nothing here panics.
 
 /// Result with the index's error.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -10,4 +11,80 @@ pub enum Error {
     /// A file operation failed.
     #[error("io: {0}")]
     Io(#[from] std::io::Error),
+
+    /// The file does not start with the generation magic: not a generation file at all.
+    #[error("not a generation file: magic {found:02x?}")]
+    Magic {
+        /// The first eight bytes found (zero padded when the file is shorter).
+        found: [u8; 8],
+    },
+
+    /// The file is a generation of a format version this build does not read.
+    #[error("unsupported generation format version {found} (this build reads {supported})")]
+    Version {
+        /// The version in the file.
+        found: u32,
+        /// The only version this build reads.
+        supported: u32,
+    },
+
+    /// The file is a generation but its bytes are inconsistent (truncated, overwritten, foreign).
+    #[error("corrupt generation: {section}: {reason} (at byte {offset})")]
+    Corrupt {
+        /// The header field or section where the inconsistency was found.
+        section: &'static str,
+        /// What is wrong, in a few words.
+        reason: &'static str,
+        /// Byte offset in the file the check was about (0 when not applicable).
+        offset: u64,
+    },
+
+    /// A vector's length does not match the generation's dimension.
+    #[error("wrong vector dimension: expected {expected}, got {found}")]
+    Dim {
+        /// The dimension the generation (or query) was built for.
+        expected: usize,
+        /// The length handed in.
+        found: usize,
+    },
+
+    /// A dimension outside what the format supports (0 or above [`crate::format::MAX_DIM`]).
+    #[error("unsupported dimension {dim}")]
+    DimUnsupported {
+        /// The dimension asked for.
+        dim: usize,
+    },
+
+    /// A vector handed in holds a NaN or an infinity.
+    #[error("vector of row {row} holds a non-finite value")]
+    NonFinite {
+        /// Position of the row in the input (0 for a query).
+        row: u64,
+    },
+
+    /// Rows were handed to the writer out of the file's order (created_at DESC, id ASC, ids
+    /// unique).
+    #[error("row {position} (id {id}) is out of order: rows must come created_at desc, id asc")]
+    RowOrder {
+        /// Position of the offending row in the input.
+        position: u64,
+        /// Its id.
+        id: i64,
+    },
+
+    /// A string handed in is too long for the format (model id or dictionary entry).
+    #[error("{field} is too long: {len} bytes")]
+    TooLong {
+        /// Which string.
+        field: &'static str,
+        /// Its length in bytes.
+        len: usize,
+    },
+
+    /// Too many rows or dictionary entries for the format's u32 positions and codes.
+    #[error("too many {what} for one generation")]
+    TooMany {
+        /// Rows or dictionary entries.
+        what: &'static str,
+    },
 }

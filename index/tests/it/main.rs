@@ -1,1 +1,9 @@
-//! The index crate's one integration binary: round trips, golden files, corrupt files.
+//! The index crate's one integration binary: round trips, golden files, corrupt files, filter
+//! semantics against a brute-force model, and the writer's swap.
+
+mod corrupt;
+mod filter;
+mod golden;
+mod roundtrip;
+mod util;
+mod writer;
