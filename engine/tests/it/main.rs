@@ -1,1 +1,6 @@
 //! The engine's one integration binary.
+
+mod common;
+mod migrations;
+mod portability;
+mod write_path;
