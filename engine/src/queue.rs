@@ -83,21 +83,18 @@ impl Engine {
     }
 
     /// Embeds up to `max_rows` queued rows, oldest first, skipping rows that failed within the
-    /// retry delay or ran out of attempts (pass `include_exhausted` to retry those too).
+    /// retry delay or ran out of attempts; `force` retries those too (an operator's explicit
+    /// drain, or a test).
     /// Embedder calls are batched by [`crate::EngineConfig::embed_batch`]; each batch's
     /// vectors are written in one transaction, only if the row's text is unchanged since it
     /// was read.
-    pub fn drain_embedding_queue(
-        &self,
-        max_rows: usize,
-        include_exhausted: bool,
-    ) -> Result<DrainOutcome> {
+    pub fn drain_embedding_queue(&self, max_rows: usize, force: bool) -> Result<DrainOutcome> {
         let now = now_ms();
-        let retry_before = now - (self.config.queue_retry_delay_secs as i64) * 1000;
-        let max_attempts = if include_exhausted {
-            u32::MAX
+        let (retry_before, max_attempts) = if force {
+            (i64::MAX, u32::MAX)
         } else {
-            self.config.queue_max_attempts
+            let delay_ms = (self.config.queue_retry_delay_secs as i64).saturating_mul(1000);
+            (now - delay_ms, self.config.queue_max_attempts)
         };
         let due: Vec<(String, i64, String)> = self.read(|conn| {
             let mut stmt = conn.prepare(

@@ -18,10 +18,15 @@ pub fn parse_iso8601_ms(text: &str) -> Result<i64> {
     }
     // ISO-8601 allows a space separator; RFC 3339 parsers in chrono accept both, the
     // strftime-style ones need one form.
-    let normalised = match trimmed.as_bytes().get(10) {
+    let mut normalised = match trimmed.as_bytes().get(10) {
         Some(b' ') => format!("{}T{}", &trimmed[..10], &trimmed[11..]),
         _ => trimmed.to_owned(),
     };
+    // `%z` below does not read `Z`.
+    if normalised.ends_with(['Z', 'z']) && normalised.len() > 10 {
+        normalised.pop();
+        normalised.push_str("+00:00");
+    }
     if let Ok(instant) = DateTime::parse_from_rfc3339(&normalised) {
         return Ok(instant.timestamp_millis());
     }

@@ -7,15 +7,15 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use cpersona_engine::embed::{EmbedError, Embedder, EmbedderIdentity};
 use cpersona_engine::{Engine, EngineConfig};
 
-pub const DIM: usize = 32;
+pub(crate) const DIM: usize = 32;
 
-pub struct TestEmbedder {
+pub(crate) struct TestEmbedder {
     identity: EmbedderIdentity,
-    pub down: AtomicBool,
+    pub(crate) down: AtomicBool,
 }
 
 impl TestEmbedder {
-    pub fn new(model_id: &str, dim: usize) -> Arc<TestEmbedder> {
+    pub(crate) fn new(model_id: &str, dim: usize) -> Arc<TestEmbedder> {
         Arc::new(TestEmbedder {
             identity: EmbedderIdentity {
                 model_id: model_id.into(),
@@ -55,13 +55,13 @@ impl Embedder for TestEmbedder {
     }
 }
 
-pub struct Fixture {
+pub(crate) struct Fixture {
     pub dir: tempfile::TempDir,
     pub embedder: Arc<TestEmbedder>,
     pub engine: Engine,
 }
 
-pub fn fixture() -> Fixture {
+pub(crate) fn fixture() -> Fixture {
     let dir = tempfile::tempdir().unwrap();
     let embedder = TestEmbedder::new("test-hash-32", DIM);
     let engine = Engine::open(
@@ -77,7 +77,7 @@ pub fn fixture() -> Fixture {
 }
 
 /// Row counts of every table a write can touch.
-pub fn counts(f: &Fixture) -> Vec<(String, i64)> {
+pub(crate) fn counts(f: &Fixture) -> Vec<(String, i64)> {
     let conn = rusqlite::Connection::open(f.dir.path().join("store.db")).unwrap();
     [
         "memories",
@@ -99,6 +99,6 @@ pub fn counts(f: &Fixture) -> Vec<(String, i64)> {
     .collect()
 }
 
-pub fn conn(f: &Fixture) -> rusqlite::Connection {
+pub(crate) fn conn(f: &Fixture) -> rusqlite::Connection {
     rusqlite::Connection::open(f.dir.path().join("store.db")).unwrap()
 }

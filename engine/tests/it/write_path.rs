@@ -366,7 +366,7 @@ fn embedder_outage_queues_and_drain_fills() {
     );
     f.embedder.down.store(false, Ordering::SeqCst);
     let drained = f.engine.drain_embedding_queue(10, true).unwrap();
-    assert_eq!((drained.embedded, drained.remaining), (2, 0));
+    assert_eq!((drained.embedded, drained.remaining), (2, 0), "{drained:?}");
     let (blob, dim): (Vec<u8>, i64) = conn(&f)
         .query_row(
             "SELECT embedding, embedding_dim FROM memories WHERE id = ?",
