@@ -126,14 +126,14 @@ impl Engine {
         let mut degraded = false;
         for item in &mut rows {
             let n_chars = item.content.chars().count();
-            if used + n_chars > LIST_MEMORIES_MAX_CHARS {
-                if let Some(prefix) = cut(&item.content, PREVIEW_CHARS) {
-                    item.content = prefix;
-                    item.content_truncated = Some(true);
-                    item.content_len = Some(n_chars);
-                    item.reference = Some(format!("mem:{}", item.id));
-                    degraded = true;
-                }
+            if used + n_chars > LIST_MEMORIES_MAX_CHARS
+                && let Some(prefix) = cut(&item.content, PREVIEW_CHARS)
+            {
+                item.content = prefix;
+                item.content_truncated = Some(true);
+                item.content_len = Some(n_chars);
+                item.reference = Some(format!("mem:{}", item.id));
+                degraded = true;
             }
             used += item.content.chars().count();
         }

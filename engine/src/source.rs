@@ -26,16 +26,14 @@ pub fn normalise(source: Option<&Value>, agent_id: &str) -> Value {
                 return Value::Object(out);
             }
             // Serde's externally tagged form: {"User": "u1"}.
-            if map.len() == 1 {
-                if let Some((key, Value::String(id))) = map.iter().next() {
-                    if let Some(kind) = canonical_type(key) {
-                        return if kind == "System" {
-                            json!({"type": kind, "id": id})
-                        } else {
-                            json!({"type": kind, "id": id, "name": id})
-                        };
-                    }
-                }
+            if let (1, Some((key, Value::String(id)))) = (map.len(), map.iter().next())
+                && let Some(kind) = canonical_type(key)
+            {
+                return if kind == "System" {
+                    json!({"type": kind, "id": id})
+                } else {
+                    json!({"type": kind, "id": id, "name": id})
+                };
             }
             source.clone()
         }

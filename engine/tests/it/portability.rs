@@ -118,7 +118,7 @@ fn header(memories: usize) -> serde_json::Value {
 fn cpersona_lines_import_with_queued_or_refused_embeddings() {
     let f = fixture();
     let wrong_dim = vector::base64_encode(
-        &vector::encode(&vec![0.5; DIM + 1], DIM + 1, EmbeddingFormat::F32).unwrap(),
+        &vector::encode(&[0.5; DIM + 1], DIM + 1, EmbeddingFormat::F32).unwrap(),
     );
     let path = write_lines(
         f.dir.path(),
