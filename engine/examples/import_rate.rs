@@ -90,7 +90,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     drop(out);
     let size = std::fs::metadata(&path)?.len();
-    let engine = Engine::open(EngineConfig::new(dir.path().join("import.db")), embedder)?;
+    // 100K rows with 384-dim base64 vectors are ~240 MB, past CPersona's 100 MiB default cap.
+    let mut config = EngineConfig::new(dir.path().join("import.db"));
+    config.max_import_bytes = 1 << 30;
+    let engine = Engine::open(config, embedder)?;
     let start = Instant::now();
     let outcome = engine.import_memories(&ImportRequest {
         input_path: path,
