@@ -83,12 +83,21 @@ impl Engine {
     }
 
     /// Embeds up to `max_rows` queued rows, oldest first, skipping rows that failed within the
-    /// retry delay or ran out of attempts; `force` retries those too (an operator's explicit
-    /// drain, or a test).
+    /// retry delay or ran out of attempts. The server calls it periodically.
+    pub fn drain_embedding_queue(&self, max_rows: usize) -> Result<DrainOutcome> {
+        self.drain(max_rows, false)
+    }
+
+    /// Like [`Engine::drain_embedding_queue`], but also retries rows inside their retry delay
+    /// or out of attempts (an operator's explicit "embed now").
+    pub fn drain_embedding_queue_now(&self, max_rows: usize) -> Result<DrainOutcome> {
+        self.drain(max_rows, true)
+    }
+
     /// Embedder calls are batched by [`crate::EngineConfig::embed_batch`]; each batch's
     /// vectors are written in one transaction, only if the row's text is unchanged since it
     /// was read.
-    pub fn drain_embedding_queue(&self, max_rows: usize, force: bool) -> Result<DrainOutcome> {
+    fn drain(&self, max_rows: usize, force: bool) -> Result<DrainOutcome> {
         let now = now_ms();
         let (retry_before, max_attempts) = if force {
             (i64::MAX, u32::MAX)

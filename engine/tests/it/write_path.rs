@@ -359,13 +359,19 @@ fn embedder_outage_queues_and_drain_fills() {
         .unwrap();
     assert!(!ep.embedded);
     assert_eq!(f.engine.get_queue_status().unwrap().pending, 2);
-    let failed = f.engine.drain_embedding_queue(10, true).unwrap();
+    let failed = f.engine.drain_embedding_queue(10).unwrap();
     assert_eq!(
         (failed.embedded, failed.failed, failed.remaining),
         (0, 2, 2)
     );
     f.embedder.down.store(false, Ordering::SeqCst);
-    let drained = f.engine.drain_embedding_queue(10, true).unwrap();
+    // The periodic drain waits out the retry delay after a failure; a forced one does not.
+    let waiting = f.engine.drain_embedding_queue(10).unwrap();
+    assert_eq!(
+        (waiting.embedded, waiting.failed, waiting.remaining),
+        (0, 0, 2)
+    );
+    let drained = f.engine.drain_embedding_queue_now(10).unwrap();
     assert_eq!((drained.embedded, drained.remaining), (2, 0), "{drained:?}");
     let (blob, dim): (Vec<u8>, i64) = conn(&f)
         .query_row(
@@ -390,7 +396,7 @@ fn a_store_with_vectors_never_takes_another_width() {
     let engine = Engine::open(EngineConfig::new(&path), other).unwrap();
     let out = engine.store(&req("a", "second")).unwrap();
     assert_eq!(out.embedded, Some(false));
-    let drained = engine.drain_embedding_queue(10, true).unwrap();
+    let drained = engine.drain_embedding_queue_now(10).unwrap();
     assert!(drained.last_error.unwrap().contains("does not match"));
     let dims: Vec<i64> = rusqlite::Connection::open(&path)
         .unwrap()
