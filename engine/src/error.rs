@@ -1,5 +1,6 @@
 //! `engine::Error`: every way an engine operation fails, classified as the caller's fault or
-//! ours. Messages are lowercase with no trailing period.
+//! ours. Messages are lowercase with no trailing period; a variant never hides its cause in a
+//! string when a field can carry it.
 
 use crate::embed::EmbedError;
 
@@ -22,11 +23,80 @@ pub enum Error {
     /// A file operation failed.
     #[error("io: {0}")]
     Io(#[from] std::io::Error),
+    /// The database was written by a newer cpersona-rs; opening it could corrupt it.
+    #[error(
+        "database schema version {found} is newer than this build supports ({supported}); upgrade cpersona-rs"
+    )]
+    SchemaTooNew { found: u32, supported: u32 },
+    /// The file is an SQLite database that cpersona-rs did not create (for instance a
+    /// CPersona 2.x file); bring its memories over with `import_memories` instead.
+    #[error(
+        "{path} is not a cpersona-rs database (found table {table}); export it as JSONL and import it"
+    )]
+    ForeignDatabase { path: String, table: String },
+    /// A vector's dimension does not match the store's; vectors are never mixed.
+    #[error("embedding dimension {received} does not match the store's dimension {expected}")]
+    WrongDimension { expected: usize, received: usize },
+    /// A vector holds a NaN or an infinity.
+    #[error("embedding holds a non-finite value at position {position}")]
+    NonFiniteEmbedding { position: usize },
+    /// A request field is invalid.
+    #[error("invalid {field}: {reason}")]
+    InvalidInput { field: &'static str, reason: String },
+    /// A timestamp could not be read as ISO-8601.
+    #[error("invalid timestamp {value:?}: expected ISO-8601, e.g. 2026-01-31T09:30:00+09:00")]
+    InvalidTimestamp { value: String },
+    /// The memory does not exist (or belongs to another agent, which reads the same).
+    #[error("memory {id} not found")]
+    MemoryNotFound { id: i64 },
+    /// The memory belongs to another agent.
+    #[error("memory {id} not owned by agent {agent_id}")]
+    MemoryNotOwned { id: i64, agent_id: String },
+    /// The episode does not exist (or belongs to another agent).
+    #[error("episode {id} not found")]
+    EpisodeNotFound { id: i64 },
+    /// The memory is locked against this operation.
+    #[error("memory {id} is locked and cannot be {action}")]
+    MemoryLocked { id: i64, action: &'static str },
+    /// An import or export path is outside the allowed folder or otherwise unusable.
+    #[error("path {path} refused: {reason}")]
+    PathRefused { path: String, reason: String },
+    /// An import file is malformed.
+    #[error("import file malformed at line {line}: {reason}")]
+    ImportMalformed { line: usize, reason: String },
+    /// The engine configuration is invalid.
+    #[error("invalid config {field}: {reason}")]
+    InvalidConfig { field: &'static str, reason: String },
 }
 
 impl Error {
     /// True when the caller can fix this by changing its input.
     pub fn is_user_error(&self) -> bool {
-        false
+        match self {
+            Error::WrongDimension { .. }
+            | Error::NonFiniteEmbedding { .. }
+            | Error::InvalidInput { .. }
+            | Error::InvalidTimestamp { .. }
+            | Error::MemoryNotFound { .. }
+            | Error::MemoryNotOwned { .. }
+            | Error::EpisodeNotFound { .. }
+            | Error::MemoryLocked { .. }
+            | Error::PathRefused { .. }
+            | Error::ImportMalformed { .. }
+            | Error::InvalidConfig { .. } => true,
+            Error::Embed(_)
+            | Error::Index(_)
+            | Error::Sqlite(_)
+            | Error::Io(_)
+            | Error::SchemaTooNew { .. }
+            | Error::ForeignDatabase { .. } => false,
+        }
+    }
+
+    pub(crate) fn invalid(field: &'static str, reason: impl Into<String>) -> Error {
+        Error::InvalidInput {
+            field,
+            reason: reason.into(),
+        }
     }
 }

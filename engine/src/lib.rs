@@ -4,11 +4,50 @@
 //! # Overview
 //! [`Engine`] owns one SQLite file (the source of truth) and the index generations derived
 //! from it. It is synchronous, speaks no MCP, runs no async runtime and reads no environment
-//! variables: configuration arrives as typed values from the server.
+//! variables: configuration arrives as typed values from the server. Its write methods are
+//! named after CPersona's tools; each takes a plain request struct and returns an outcome
+//! that serialises to the tool's response body.
 #![forbid(unsafe_code)]
 
+pub mod config;
+pub mod db;
 pub mod embed;
 pub mod error;
 pub mod recall;
+pub mod scope;
+pub mod source;
+pub mod text;
+pub mod time;
+pub mod vector;
 
+mod agent;
+mod engine;
+mod episodes;
+mod listing;
+mod memories;
+mod persistence;
+mod portability;
+mod profiles;
+mod queue;
+
+pub use agent::DeleteAgentDataOutcome;
+pub use config::{EmbeddingFormat, EngineConfig};
+pub use engine::Engine;
+pub use episodes::{
+    ArchiveEpisodeOutcome, ArchiveEpisodeRequest, DeleteEpisodeOutcome, DeleteEpisodeRequest,
+    EpisodeItem, ListEpisodesOutcome, ListEpisodesRequest,
+};
 pub use error::{Error, Result};
+pub use listing::{ListMemoriesOutcome, ListMemoriesRequest, MemoryItem};
+pub use memories::{
+    DeleteMemoryOutcome, LockMemoryOutcome, MemoryIdRequest, StoreId, StoreOutcome, StoreRequest,
+    StoreResult, TimestampAhead, UnlockMemoryOutcome, UpdateMemoryOutcome, UpdateMemoryRequest,
+};
+pub use persistence::{NoPersist, PauseOutcome, PersistenceStatus, ResumeOutcome};
+pub use portability::{
+    ExportOutcome, ExportRequest, ImportOutcome, ImportRequest, MergeMode, MergeOutcome,
+    MergeRequest,
+};
+pub use profiles::{GetProfileOutcome, UpdateProfileOutcome, UpdateProfileRequest};
+pub use queue::{DrainOutcome, QueueStatus};
+pub use scope::Scope;

@@ -1,1 +1,9 @@
 //! The engine's one integration binary.
+
+// Clippy's `allow-unwrap-in-tests` covers `#[test]` fns only, not the shared fixtures.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+mod migrations;
+mod portability;
+mod write_path;

@@ -1,0 +1,113 @@
+//! Measures two write-path figures on this machine and prints them: `store` latency for one
+//! row (p50/p90 over 2,000 rows, trivial embedder) and `import_memories` rows/s for 100,000
+//! rows with pre-computed 384-dim embeddings. Run:
+//! `cargo run --release -p cpersona-engine --example import_rate`.
+#![allow(clippy::print_stdout)]
+
+use std::io::Write;
+use std::sync::Arc;
+use std::time::Instant;
+
+use cpersona_engine::embed::{EmbedError, Embedder, EmbedderIdentity};
+use cpersona_engine::{Engine, EngineConfig, ImportRequest, StoreRequest, vector};
+
+const DIM: usize = 384;
+
+/// A trivial embedder: a fixed unit vector, so the figure is the store's cost alone.
+struct Trivial(EmbedderIdentity);
+
+impl Embedder for Trivial {
+    fn identity(&self) -> &EmbedderIdentity {
+        &self.0
+    }
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        let value = 1.0 / (DIM as f32).sqrt();
+        Ok(texts.iter().map(|_| vec![value; DIM]).collect())
+    }
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let n_import: usize = std::env::args().nth(1).map_or(Ok(100_000), |s| s.parse())?;
+    let dir = tempfile::tempdir()?;
+    let embedder = Arc::new(Trivial(EmbedderIdentity {
+        model_id: "trivial".into(),
+        dim: DIM,
+        window_tokens: 256,
+    }));
+
+    let engine = Engine::open(
+        EngineConfig::new(dir.path().join("store.db")),
+        embedder.clone(),
+    )?;
+    let mut micros = Vec::new();
+    for i in 0..2_000 {
+        let req = StoreRequest {
+            agent_id: "bench".into(),
+            content: format!("memory number {i}: the quick brown fox jumps over the lazy dog"),
+            ..Default::default()
+        };
+        let start = Instant::now();
+        engine.store(&req)?;
+        micros.push(start.elapsed().as_micros());
+    }
+    micros.sort_unstable();
+    println!(
+        "store (1 row, trivial {DIM}-dim embedder, 2000 rows): p50 {} us, p90 {} us, p99 {} us",
+        micros[micros.len() / 2],
+        micros[micros.len() * 9 / 10],
+        micros[micros.len() * 99 / 100]
+    );
+
+    let path = dir.path().join("import.jsonl");
+    let mut out = std::io::BufWriter::new(std::fs::File::create(&path)?);
+    writeln!(
+        out,
+        "{}",
+        serde_json::json!({"_type": "header", "version": "cpersona-export/1.0", "agent_id": "", "memory_count": n_import, "episode_count": 0, "profile_count": 0})
+    )?;
+    for i in 0..n_import {
+        let mut v: Vec<f32> = (0..DIM)
+            .map(|d| ((i * 31 + d * 17) % 97) as f32 - 48.0)
+            .collect();
+        let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+        v.iter_mut().for_each(|x| *x /= norm);
+        let b64 = vector::base64_encode(&vector::encode(
+            &v,
+            DIM,
+            cpersona_engine::EmbeddingFormat::F32,
+        )?);
+        writeln!(
+            out,
+            "{}",
+            serde_json::json!({
+                "_type": "memory", "id": i, "agent_id": format!("agent-{}", i % 4), "msg_id": format!("m{i}"),
+                "content": format!("imported memory {i} about topic {} with some ordinary words", i % 1000),
+                "source": {"type": "User", "id": "u"}, "timestamp": "2025-05-01T12:00:00+09:00", "metadata": {},
+                "created_at": "2025-05-01 03:00:00", "project_id": "", "channel": "", "locked": false,
+                "recall_count": 0, "last_recalled_at": null, "embedding_b64": b64,
+            })
+        )?;
+    }
+    drop(out);
+    let size = std::fs::metadata(&path)?.len();
+    // 100K rows with 384-dim base64 vectors are ~240 MB, past CPersona's 100 MiB default cap.
+    let mut config = EngineConfig::new(dir.path().join("import.db"));
+    config.max_import_bytes = 1 << 30;
+    let engine = Engine::open(config, embedder)?;
+    let start = Instant::now();
+    let outcome = engine.import_memories(&ImportRequest {
+        input_path: path,
+        ..Default::default()
+    })?;
+    let secs = start.elapsed().as_secs_f64();
+    println!(
+        "import ({n_import} rows, {DIM}-dim pre-computed embeddings, {:.0} MiB file): {:.2} s, {:.0} rows/s (imported {}, embedded {}, queued {})",
+        size as f64 / 1048576.0,
+        secs,
+        n_import as f64 / secs,
+        outcome.imported_memories,
+        outcome.embedded_rows,
+        outcome.queued_embeddings
+    );
+    Ok(())
+}

@@ -1,0 +1,149 @@
+//! `EngineConfig`: the engine's typed, validated settings, with every product default as a
+//! documented constant. The engine never reads environment variables; the server parses them
+//! and hands a validated value down.
+
+use std::path::PathBuf;
+
+use crate::error::{Error, Result};
+
+/// Memory and episode text cap in characters. CPersona's `CPERSONA_MAX_CONTENT_LENGTH`
+/// default: long enough for a pasted document section, short enough that one row never
+/// dominates a response budget. Longer text is cut (the response says `truncated`).
+pub const DEFAULT_MAX_CONTENT_CHARS: usize = 16_000;
+/// Profile text cap in characters (CPersona's `CPERSONA_MAX_PROFILE_LENGTH`): a profile is
+/// injected into recalls, so it stays short.
+pub const DEFAULT_MAX_PROFILE_CHARS: usize = 2_000;
+/// Serialised `source` / `metadata` cap in characters (CPersona's
+/// `CPERSONA_MAX_METADATA_LENGTH`). Over it the write is refused, never cut: cut JSON is
+/// not JSON.
+pub const DEFAULT_MAX_METADATA_CHARS: usize = 8_000;
+/// Key fields (agent_id, project_id, channel, msg_id, user ids) cap in characters, fixed in
+/// CPersona 2.6 at 256: they are identifiers, not text.
+pub const MAX_KEY_CHARS: usize = 256;
+/// Timestamp text cap in characters (CPersona 2.6 fixes 64): no ISO-8601 instant is longer.
+pub const MAX_TIMESTAMP_CHARS: usize = 64;
+/// Import file cap in bytes (CPersona's `CPERSONA_MAX_IMPORT_BYTES`, 100 MiB): bounds the
+/// memory one import may hold while it validates the file before writing.
+pub const DEFAULT_MAX_IMPORT_BYTES: u64 = 104_857_600;
+/// Rows per import transaction. Large enough that the commit cost vanishes per row, small
+/// enough that a reader waiting on the WAL sees progress and memory stays flat.
+pub const DEFAULT_IMPORT_BATCH_ROWS: usize = 5_000;
+/// Texts per embedder call when the queue drains or an import embeds. The embedders batch
+/// internally; 32 keeps one call's latency around a second on the builtin model.
+pub const DEFAULT_EMBED_BATCH: usize = 32;
+/// Failed embedding attempts after which a queued row stops being retried automatically
+/// (CPersona's `CPERSONA_TASK_MAX_RETRIES`); `get_queue_status` still counts it.
+pub const DEFAULT_QUEUE_MAX_ATTEMPTS: u32 = 3;
+/// Seconds a queued row waits after a failure before the next attempt (CPersona's
+/// `CPERSONA_TASK_RETRY_DELAY`), so a dead embedder is not hammered.
+pub const DEFAULT_QUEUE_RETRY_DELAY_SECS: u64 = 30;
+/// SQLite busy timeout in milliseconds (CPersona uses 5000): a writer waits this long for
+/// another process's lock before failing.
+pub const DEFAULT_BUSY_TIMEOUT_MS: u32 = 5_000;
+/// Pause TTL when `pause_persistence` gives none, and its ceiling (CPersona: 1800 / 86400).
+pub const DEFAULT_PAUSE_TTL_SECS: u64 = 1_800;
+/// The longest pause one call may ask for.
+pub const MAX_PAUSE_TTL_SECS: u64 = 86_400;
+
+/// How stored embeddings are encoded. Recorded per row, so a store may hold both.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum EmbeddingFormat {
+    /// Little-endian f32, 4 bytes per dimension (CPersona's blob format).
+    #[default]
+    F32,
+    /// Little-endian IEEE half, 2 bytes per dimension: half the file for a cosine error
+    /// below 1e-3 on unit vectors.
+    F16,
+}
+
+impl EmbeddingFormat {
+    /// The tag stored in the `embedding_format` column.
+    pub fn tag(self) -> &'static str {
+        match self {
+            EmbeddingFormat::F32 => "f32",
+            EmbeddingFormat::F16 => "f16",
+        }
+    }
+}
+
+/// Everything the engine needs to open a store.
+#[derive(Clone, Debug)]
+pub struct EngineConfig {
+    /// The SQLite file (created when absent).
+    pub db_path: PathBuf,
+    /// See [`DEFAULT_MAX_CONTENT_CHARS`].
+    pub max_content_chars: usize,
+    /// See [`DEFAULT_MAX_PROFILE_CHARS`].
+    pub max_profile_chars: usize,
+    /// See [`DEFAULT_MAX_METADATA_CHARS`].
+    pub max_metadata_chars: usize,
+    /// See [`DEFAULT_MAX_IMPORT_BYTES`].
+    pub max_import_bytes: u64,
+    /// See [`DEFAULT_IMPORT_BATCH_ROWS`].
+    pub import_batch_rows: usize,
+    /// See [`DEFAULT_EMBED_BATCH`].
+    pub embed_batch: usize,
+    /// See [`DEFAULT_QUEUE_MAX_ATTEMPTS`].
+    pub queue_max_attempts: u32,
+    /// See [`DEFAULT_QUEUE_RETRY_DELAY_SECS`].
+    pub queue_retry_delay_secs: u64,
+    /// See [`DEFAULT_BUSY_TIMEOUT_MS`].
+    pub busy_timeout_ms: u32,
+    /// Encoding of embeddings written from now on.
+    pub embedding_format: EmbeddingFormat,
+    /// When set, export and import paths must resolve inside this folder (CPersona's
+    /// `CPERSONA_EXPORT_DIR`); when unset only `..` segments are refused.
+    pub export_dir: Option<PathBuf>,
+}
+
+impl EngineConfig {
+    /// The defaults for a store at `db_path`.
+    pub fn new(db_path: impl Into<PathBuf>) -> EngineConfig {
+        EngineConfig {
+            db_path: db_path.into(),
+            max_content_chars: DEFAULT_MAX_CONTENT_CHARS,
+            max_profile_chars: DEFAULT_MAX_PROFILE_CHARS,
+            max_metadata_chars: DEFAULT_MAX_METADATA_CHARS,
+            max_import_bytes: DEFAULT_MAX_IMPORT_BYTES,
+            import_batch_rows: DEFAULT_IMPORT_BATCH_ROWS,
+            embed_batch: DEFAULT_EMBED_BATCH,
+            queue_max_attempts: DEFAULT_QUEUE_MAX_ATTEMPTS,
+            queue_retry_delay_secs: DEFAULT_QUEUE_RETRY_DELAY_SECS,
+            busy_timeout_ms: DEFAULT_BUSY_TIMEOUT_MS,
+            embedding_format: EmbeddingFormat::F32,
+            export_dir: None,
+        }
+    }
+
+    /// Checks every field; [`crate::Engine::open`] calls it.
+    pub fn validate(&self) -> Result<()> {
+        let positive = [
+            ("max_content_chars", self.max_content_chars),
+            ("max_profile_chars", self.max_profile_chars),
+            ("max_metadata_chars", self.max_metadata_chars),
+            ("import_batch_rows", self.import_batch_rows),
+            ("embed_batch", self.embed_batch),
+        ];
+        for (field, value) in positive {
+            if value == 0 {
+                return Err(Error::InvalidConfig {
+                    field,
+                    reason: "must be at least 1".into(),
+                });
+            }
+        }
+        if self.max_import_bytes == 0 {
+            return Err(Error::InvalidConfig {
+                field: "max_import_bytes",
+                reason: "must be at least 1".into(),
+            });
+        }
+        if self.db_path.as_os_str().is_empty() {
+            return Err(Error::InvalidConfig {
+                field: "db_path",
+                reason: "is empty".into(),
+            });
+        }
+        Ok(())
+    }
+}

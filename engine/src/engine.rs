@@ -1,0 +1,207 @@
+//! `Engine`: the handle the server holds. It owns one writer connection behind a mutex and a
+//! small pool of reader connections (WAL lets readers run during a write), the embedder, and
+//! the process-wide pause state. It must never hold the writer lock while calling the
+//! embedder: embedding happens before the write transaction, as in CPersona.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior};
+
+use crate::config::EngineConfig;
+use crate::db;
+use crate::embed::Embedder;
+use crate::error::{Error, Result};
+
+/// Reader connections kept open for reuse; more are opened on demand and dropped after.
+const READER_POOL: usize = 4;
+
+/// The engine: the SQLite store and the write path. `Send + Sync`; every method is blocking.
+pub struct Engine {
+    pub(crate) config: EngineConfig,
+    pub(crate) embedder: Arc<dyn Embedder>,
+    writer: Mutex<Connection>,
+    readers: Mutex<Vec<Connection>>,
+    pub(crate) vectors: Mutex<VectorTarget>,
+    /// Session key (`""` = the process bucket) → pause expiry in UTC ms.
+    pub(crate) pauses: Mutex<HashMap<String, i64>>,
+}
+
+/// Which vectors the store accepts, and whether the embedder produces them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct VectorTarget {
+    /// The model id recorded in the store.
+    pub(crate) model_id: String,
+    /// The dimension recorded in the store.
+    pub(crate) dim: usize,
+    /// True when the embedder's identity equals the store's: only then are its vectors
+    /// written; otherwise writes land unembedded and are queued.
+    pub(crate) embedder_matches: bool,
+}
+
+impl Engine {
+    /// Opens (creating and migrating when needed) the store at `config.db_path`.
+    ///
+    /// The store records the embedder's identity (model id, dimension) the first time it is
+    /// opened, and again while it holds no vector at all. An embedder whose identity differs
+    /// from a store that already holds vectors is not an error: the engine opens, writes land
+    /// unembedded and are queued until a matching embedder is back (vectors are never mixed).
+    pub fn open(config: EngineConfig, embedder: Arc<dyn Embedder>) -> Result<Engine> {
+        config.validate()?;
+        if config.db_path.as_os_str() == ":memory:" {
+            return Err(Error::InvalidConfig {
+                field: "db_path",
+                reason: "in-memory stores cannot share data with reader connections; use a file"
+                    .into(),
+            });
+        }
+        let writer = db::open_writer(&config.db_path, config.busy_timeout_ms)?;
+        let vectors = settle_identity(&writer, embedder.as_ref())?;
+        Ok(Engine {
+            config,
+            embedder,
+            writer: Mutex::new(writer),
+            readers: Mutex::new(Vec::new()),
+            vectors: Mutex::new(vectors),
+            pauses: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// The configuration the engine was opened with.
+    pub fn config(&self) -> &EngineConfig {
+        &self.config
+    }
+
+    /// The highest change-log sequence number: "rows changed since seq S" reads `seq > S`.
+    pub fn change_log_head(&self) -> Result<i64> {
+        self.read(|conn| {
+            Ok(
+                conn.query_row("SELECT COALESCE(MAX(seq), 0) FROM change_log", [], |row| {
+                    row.get(0)
+                })?,
+            )
+        })
+    }
+
+    /// Runs `f` on a reader connection (a consistent WAL snapshot per statement, or per
+    /// transaction when `f` opens one).
+    pub(crate) fn read<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
+        let pooled = lock(&self.readers).pop();
+        let conn = match pooled {
+            Some(conn) => conn,
+            None => db::open_reader(&self.config.db_path, self.config.busy_timeout_ms)?,
+        };
+        let res = f(&conn);
+        let mut pool = lock(&self.readers);
+        // A reader left inside a transaction would pin an old snapshot: drop it instead.
+        if conn.is_autocommit() && pool.len() < READER_POOL {
+            pool.push(conn);
+        }
+        res
+    }
+
+    /// Runs `f` inside one `BEGIN IMMEDIATE` transaction on the writer; commits on `Ok`,
+    /// rolls back on `Err`.
+    pub(crate) fn write<T>(&self, f: impl FnOnce(&Transaction<'_>) -> Result<T>) -> Result<T> {
+        let mut conn = lock(&self.writer);
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let out = f(&tx)?;
+        tx.commit()?;
+        Ok(out)
+    }
+
+    /// Runs `f` inside a writer transaction that is always rolled back (dry runs).
+    pub(crate) fn write_dry<T>(&self, f: impl FnOnce(&Transaction<'_>) -> Result<T>) -> Result<T> {
+        let mut conn = lock(&self.writer);
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let out = f(&tx)?;
+        tx.rollback()?;
+        Ok(out)
+    }
+
+    /// The store's vector target as of now.
+    pub(crate) fn vector_target(&self) -> VectorTarget {
+        lock(&self.vectors).clone()
+    }
+
+    /// Embeds `texts` for storage: `Err` carries why not (embedder failed, wrong width, or an
+    /// embedder that does not match the store), in which case the caller queues the rows.
+    pub(crate) fn embed_for_store(
+        &self,
+        texts: &[&str],
+    ) -> std::result::Result<Vec<Vec<u8>>, String> {
+        let target = self.vector_target();
+        if !target.embedder_matches {
+            let identity = self.embedder.identity();
+            return Err(format!(
+                "embedder {} ({} dims) does not match the store's {} ({} dims)",
+                identity.model_id, identity.dim, target.model_id, target.dim
+            ));
+        }
+        let mut blobs = Vec::with_capacity(texts.len());
+        for batch in texts.chunks(self.config.embed_batch) {
+            let vectors = self.embedder.embed(batch).map_err(|err| err.to_string())?;
+            if vectors.len() != batch.len() {
+                return Err(format!(
+                    "embedder returned {} vectors for {} texts",
+                    vectors.len(),
+                    batch.len()
+                ));
+            }
+            for vector in &vectors {
+                let blob = crate::vector::encode(vector, target.dim, self.config.embedding_format)
+                    .map_err(|err| err.to_string())?;
+                blobs.push(blob);
+            }
+        }
+        Ok(blobs)
+    }
+}
+
+/// Locks a mutex, recovering from poisoning: every critical section either commits a
+/// transaction or drops it (rolling back), so the guarded state is consistent after a panic.
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Reads the store's recorded identity and decides whether the embedder matches it.
+fn settle_identity(conn: &Connection, embedder: &dyn Embedder) -> Result<VectorTarget> {
+    let identity = embedder.identity();
+    let get = |key: &str| -> Result<Option<String>> {
+        Ok(conn
+            .query_row("SELECT value FROM meta WHERE key = ?", [key], |row| {
+                row.get(0)
+            })
+            .optional()?)
+    };
+    let stored_model = get("embedding_model")?;
+    let stored_dim = get("embedding_dim")?.and_then(|dim| dim.parse::<usize>().ok());
+    let n_vectors: i64 = conn.query_row(
+        "SELECT (SELECT COUNT(*) FROM memories WHERE embedding IS NOT NULL) + \
+                (SELECT COUNT(*) FROM episodes WHERE embedding IS NOT NULL)",
+        [],
+        |row| row.get(0),
+    )?;
+    match (stored_model, stored_dim) {
+        (Some(model_id), Some(dim)) if n_vectors > 0 => Ok(VectorTarget {
+            embedder_matches: model_id == identity.model_id && dim == identity.dim,
+            model_id,
+            dim,
+        }),
+        _ => {
+            // A store without vectors adopts the embedder it is opened with.
+            conn.execute(
+                "INSERT INTO meta(key, value) VALUES ('embedding_model', ?1), ('embedding_dim', ?2) \
+                 ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                rusqlite::params![identity.model_id, identity.dim.to_string()],
+            )?;
+            Ok(VectorTarget {
+                model_id: identity.model_id.clone(),
+                dim: identity.dim,
+                embedder_matches: true,
+            })
+        }
+    }
+}

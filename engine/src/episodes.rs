@@ -1,0 +1,358 @@
+//! Episodes: `archive_episode` (a caller-computed session summary; no dedup, as in
+//! CPersona), `delete_episode` and `list_episodes`. The server never summarises; it must
+//! never write an episode whose summary failed validation.
+
+use rusqlite::{OptionalExtension, params};
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::engine::Engine;
+use crate::error::{Error, Result};
+use crate::persistence::NoPersist;
+use crate::scope::Scope;
+use crate::text::{check_agent, check_key, sanitise};
+use crate::time::{format_ms, now_ms, parse_iso8601_ms};
+
+/// `list_episodes`' row cap (CPersona: limit clamped to 0..=200).
+pub(crate) const LIST_EPISODES_MAX_LIMIT: usize = 200;
+/// `list_episodes`' character budget over summary + keywords (CPersona's 800,000).
+pub(crate) const LIST_EPISODES_MAX_CHARS: usize = 800_000;
+/// Preview length a row past the budget degrades to (CPersona's recall preview, 500).
+pub(crate) const PREVIEW_CHARS: usize = 500;
+
+/// `archive_episode`'s arguments.
+#[derive(Clone, Debug, Default)]
+pub struct ArchiveEpisodeRequest {
+    /// Owner (required).
+    pub agent_id: String,
+    /// The caller's summary (required).
+    pub summary: String,
+    /// The session's messages; only their `timestamp` fields are read (start = earliest,
+    /// end = latest instant, each kept as the caller wrote it).
+    pub history: Vec<Value>,
+    /// Keywords text.
+    pub keywords: String,
+    /// Whether the session's matter is resolved.
+    pub resolved: bool,
+    /// `""` = global pool.
+    pub project_id: String,
+    /// `""` = channel-less.
+    pub channel: String,
+    /// Pause bucket.
+    pub session_key: String,
+}
+
+/// `archive_episode`'s response.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ArchiveEpisodeOutcome {
+    /// True.
+    pub ok: bool,
+    /// The new episode (`null` while paused).
+    pub episode_id: Option<i64>,
+    /// Whether the summary got its vector now (false: queued).
+    pub embedded: bool,
+    /// Present (true) when the cap cut summary or keywords.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub truncated: Option<bool>,
+    /// The paused shape.
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub no_persist: Option<NoPersist>,
+}
+
+/// `delete_episode`'s arguments.
+#[derive(Clone, Debug, Default)]
+pub struct DeleteEpisodeRequest {
+    /// The episode.
+    pub episode_id: i64,
+    /// When not empty, the episode must belong to this agent.
+    pub agent_id: String,
+    /// Pause bucket.
+    pub session_key: String,
+}
+
+/// `delete_episode`'s response.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct DeleteEpisodeOutcome {
+    /// True.
+    pub ok: bool,
+    /// The episode (`null` while paused).
+    pub deleted_id: Option<i64>,
+    /// The paused shape.
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub no_persist: Option<NoPersist>,
+}
+
+/// `list_episodes`' arguments.
+#[derive(Clone, Debug)]
+pub struct ListEpisodesRequest {
+    /// `""` = all agents.
+    pub agent_id: String,
+    /// Rows per page (clamped to 0..=200; CPersona default 50).
+    pub limit: usize,
+    /// Rows to skip (paging, newest first).
+    pub offset: usize,
+    /// `None` = no filter, `""` = global pool, `X` = X plus the global pool.
+    pub project_id: Option<String>,
+}
+
+impl Default for ListEpisodesRequest {
+    fn default() -> Self {
+        ListEpisodesRequest {
+            agent_id: String::new(),
+            limit: 50,
+            offset: 0,
+            project_id: None,
+        }
+    }
+}
+
+/// One listed episode.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct EpisodeItem {
+    /// Row id.
+    pub id: i64,
+    /// Owner.
+    pub agent_id: String,
+    /// Project.
+    pub project_id: String,
+    /// Channel.
+    pub channel: String,
+    /// Summary (a prefix when past the budget).
+    pub summary: String,
+    /// Keywords (a prefix when past the budget).
+    pub keywords: String,
+    /// Earliest history timestamp, as the caller wrote it.
+    pub start_time: Option<String>,
+    /// Latest history timestamp, as the caller wrote it.
+    pub end_time: Option<String>,
+    /// Resolved flag.
+    pub resolved: bool,
+    /// RFC 3339 UTC.
+    pub created_at: String,
+    /// Present when the summary was cut.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub summary_truncated: Option<bool>,
+    /// Full summary length in chars, when cut.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub summary_len: Option<usize>,
+    /// Present when the keywords were cut.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub keywords_truncated: Option<bool>,
+    /// Full keywords length in chars, when cut.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub keywords_len: Option<usize>,
+    /// `ep:<id>`, when something was cut (expand with get_contents).
+    #[serde(rename = "ref", skip_serializing_if = "Option::is_none")]
+    pub reference: Option<String>,
+}
+
+/// `list_episodes`' response.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ListEpisodesOutcome {
+    /// Newest first.
+    pub episodes: Vec<EpisodeItem>,
+    /// `episodes.len()`.
+    pub count: usize,
+    /// Present when a row was cut by the budget.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub budget_chars: Option<usize>,
+    /// The offset of the next page, when more rows exist.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_offset: Option<usize>,
+}
+
+impl Engine {
+    /// `archive_episode`: stores the summary (required) and keywords, embeds the summary.
+    pub fn archive_episode(&self, req: &ArchiveEpisodeRequest) -> Result<ArchiveEpisodeOutcome> {
+        if let Some(no_persist) = self.no_persist("archive_episode", &req.session_key) {
+            return Ok(ArchiveEpisodeOutcome {
+                ok: true,
+                episode_id: None,
+                embedded: false,
+                truncated: None,
+                no_persist: Some(no_persist),
+            });
+        }
+        check_agent(&req.agent_id)?;
+        check_key("project_id", &req.project_id)?;
+        check_key("channel", &req.channel)?;
+        let summary = sanitise(&req.summary, self.config.max_content_chars).map_err(|refusal| {
+            Error::invalid(
+                "summary",
+                format!("summary is required ({})", refusal.reason()),
+            )
+        })?;
+        let keywords = match sanitise(&req.keywords, self.config.max_content_chars) {
+            Ok(keywords) => keywords,
+            Err(crate::text::Refusal::Nul) => {
+                return Err(Error::invalid("keywords", "holds a NUL character"));
+            }
+            Err(_) => crate::text::Sanitised {
+                text: String::new(),
+                truncated: false,
+            },
+        };
+        let (start, end) = history_span(&req.history)?;
+        let embedding = self.embed_for_store(&[summary.text.as_str()]);
+        let target = self.vector_target();
+        let format = self.config.embedding_format;
+        self.write(|tx| {
+            let (blob, model, dim, tag) = match &embedding {
+                Ok(blobs) => (blobs.first().cloned(), target.model_id.as_str(), target.dim, format.tag()),
+                Err(_) => (None, "", 0, ""),
+            };
+            tx.execute(
+                "INSERT INTO episodes(agent_id, project_id, channel, summary, keywords, start_time, \
+                 end_time, start_ms, end_ms, resolved, created_at_ms, embedding, embedding_model, \
+                 embedding_dim, embedding_format) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                params![
+                    req.agent_id, req.project_id, req.channel, summary.text, keywords.text,
+                    start.as_ref().map(|s| &s.0), end.as_ref().map(|s| &s.0),
+                    start.as_ref().map(|s| s.1), end.as_ref().map(|s| s.1),
+                    req.resolved, now_ms(), blob, model, dim as i64, tag,
+                ],
+            )?;
+            let id = tx.last_insert_rowid();
+            if let Err(reason) = &embedding {
+                crate::queue::enqueue(tx, "episodes", id, &req.agent_id, reason)?;
+            }
+            Ok(ArchiveEpisodeOutcome {
+                ok: true,
+                episode_id: Some(id),
+                embedded: embedding.is_ok(),
+                truncated: (summary.truncated || keywords.truncated).then_some(true),
+                no_persist: None,
+            })
+        })
+    }
+
+    /// `delete_episode`.
+    pub fn delete_episode(&self, req: &DeleteEpisodeRequest) -> Result<DeleteEpisodeOutcome> {
+        if let Some(no_persist) = self.no_persist("delete_episode", &req.session_key) {
+            return Ok(DeleteEpisodeOutcome {
+                ok: true,
+                deleted_id: None,
+                no_persist: Some(no_persist),
+            });
+        }
+        self.write(|tx| {
+            let owner: Option<String> = tx
+                .query_row(
+                    "SELECT agent_id FROM episodes WHERE id = ?",
+                    [req.episode_id],
+                    |row| row.get(0),
+                )
+                .optional()?;
+            match owner {
+                Some(owner) if req.agent_id.is_empty() || owner == req.agent_id => {
+                    tx.execute("DELETE FROM episodes WHERE id = ?", [req.episode_id])?;
+                    Ok(DeleteEpisodeOutcome {
+                        ok: true,
+                        deleted_id: Some(req.episode_id),
+                        no_persist: None,
+                    })
+                }
+                _ => Err(Error::EpisodeNotFound { id: req.episode_id }),
+            }
+        })
+    }
+
+    /// `list_episodes`: newest first (`created_at DESC, id DESC`), paged, with CPersona's
+    /// character budget.
+    pub fn list_episodes(&self, req: &ListEpisodesRequest) -> Result<ListEpisodesOutcome> {
+        let limit = req.limit.min(LIST_EPISODES_MAX_LIMIT);
+        let agent = (!req.agent_id.is_empty()).then_some(req.agent_id.as_str());
+        let scope = Scope::read(agent, req.project_id.as_deref(), None);
+        let (pred, mut values) = scope.predicate("");
+        values.push(rusqlite::types::Value::Integer(limit as i64 + 1));
+        values.push(rusqlite::types::Value::Integer(req.offset as i64));
+        let sql = format!(
+            "SELECT id, agent_id, project_id, channel, summary, keywords, start_time, end_time, \
+             resolved, created_at_ms FROM episodes WHERE {pred} \
+             ORDER BY created_at_ms DESC, id DESC LIMIT ? OFFSET ?"
+        );
+        let mut rows: Vec<EpisodeItem> = self.read(|conn| {
+            let mut stmt = conn.prepare(&sql)?;
+            let rows = stmt.query_map(rusqlite::params_from_iter(values), |row| {
+                Ok(EpisodeItem {
+                    id: row.get(0)?,
+                    agent_id: row.get(1)?,
+                    project_id: row.get(2)?,
+                    channel: row.get(3)?,
+                    summary: row.get(4)?,
+                    keywords: row.get(5)?,
+                    start_time: row.get(6)?,
+                    end_time: row.get(7)?,
+                    resolved: row.get(8)?,
+                    created_at: format_ms(row.get(9)?),
+                    summary_truncated: None,
+                    summary_len: None,
+                    keywords_truncated: None,
+                    keywords_len: None,
+                    reference: None,
+                })
+            })?;
+            Ok(rows.collect::<rusqlite::Result<_>>()?)
+        })?;
+        let next_offset = (rows.len() > limit).then_some(req.offset + limit);
+        rows.truncate(limit);
+        let mut used = 0usize;
+        let mut degraded = false;
+        for item in &mut rows {
+            let n_summary = item.summary.chars().count();
+            let n_keywords = item.keywords.chars().count();
+            if used + n_summary + n_keywords > LIST_EPISODES_MAX_CHARS {
+                if let Some(prefix) = cut(&item.summary, PREVIEW_CHARS) {
+                    item.summary = prefix;
+                    item.summary_truncated = Some(true);
+                    item.summary_len = Some(n_summary);
+                    degraded = true;
+                }
+                if let Some(prefix) = cut(&item.keywords, PREVIEW_CHARS) {
+                    item.keywords = prefix;
+                    item.keywords_truncated = Some(true);
+                    item.keywords_len = Some(n_keywords);
+                    degraded = true;
+                }
+                if item.summary_truncated.is_some() || item.keywords_truncated.is_some() {
+                    item.reference = Some(format!("ep:{}", item.id));
+                }
+            }
+            used += item.summary.chars().count() + item.keywords.chars().count();
+        }
+        Ok(ListEpisodesOutcome {
+            count: rows.len(),
+            episodes: rows,
+            budget_chars: degraded.then_some(LIST_EPISODES_MAX_CHARS),
+            next_offset,
+        })
+    }
+}
+
+/// The first `max_chars` characters of `text`, or `None` when it is not longer.
+pub(crate) fn cut(text: &str, max_chars: usize) -> Option<String> {
+    text.char_indices()
+        .nth(max_chars)
+        .map(|(at, _)| text[..at].to_owned())
+}
+
+/// Earliest and latest history timestamps by instant, each as (caller text, UTC ms).
+type Span = (Option<(String, i64)>, Option<(String, i64)>);
+
+fn history_span(history: &[Value]) -> Result<Span> {
+    let mut start: Option<(String, i64)> = None;
+    let mut end: Option<(String, i64)> = None;
+    for entry in history {
+        let Some(Value::String(text)) = entry.get("timestamp") else {
+            continue;
+        };
+        let ms = parse_iso8601_ms(text)?;
+        if start.as_ref().is_none_or(|s| ms < s.1) {
+            start = Some((text.clone(), ms));
+        }
+        if end.as_ref().is_none_or(|e| ms > e.1) {
+            end = Some((text.clone(), ms));
+        }
+    }
+    Ok((start, end))
+}

@@ -1,0 +1,147 @@
+//! `list_memories`: newest first, paged, scoped, with CPersona's character budget (rows past
+//! it degrade to a preview prefix plus `ref`). It must never return a row outside the scope.
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::engine::Engine;
+use crate::episodes::{PREVIEW_CHARS, cut};
+use crate::error::Result;
+use crate::scope::Scope;
+use crate::time::format_ms;
+
+/// `list_memories`' row cap (CPersona: limit clamped to 0..=500).
+pub(crate) const LIST_MEMORIES_MAX_LIMIT: usize = 500;
+/// `list_memories`' character budget (CPersona's 1,000,000).
+pub(crate) const LIST_MEMORIES_MAX_CHARS: usize = 1_000_000;
+
+/// `list_memories`' arguments.
+#[derive(Clone, Debug)]
+pub struct ListMemoriesRequest {
+    /// `""` = all agents.
+    pub agent_id: String,
+    /// Rows per page (clamped to 0..=500; CPersona default 100).
+    pub limit: usize,
+    /// Rows to skip (paging, newest first).
+    pub offset: usize,
+    /// `None` = no filter, `""` = global pool, `X` = X plus the global pool.
+    pub project_id: Option<String>,
+}
+
+impl Default for ListMemoriesRequest {
+    fn default() -> Self {
+        ListMemoriesRequest {
+            agent_id: String::new(),
+            limit: 100,
+            offset: 0,
+            project_id: None,
+        }
+    }
+}
+
+/// One listed memory.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct MemoryItem {
+    /// Row id.
+    pub id: i64,
+    /// Owner.
+    pub agent_id: String,
+    /// Project.
+    pub project_id: String,
+    /// Text (a prefix when past the budget).
+    pub content: String,
+    /// Parsed source JSON.
+    pub source: Value,
+    /// The caller's timestamp text, verbatim.
+    pub timestamp: String,
+    /// RFC 3339 UTC.
+    pub created_at: String,
+    /// Lock flag.
+    pub locked: bool,
+    /// Channel.
+    pub channel: String,
+    /// Present when the content was cut.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub content_truncated: Option<bool>,
+    /// Full length in chars, when cut.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub content_len: Option<usize>,
+    /// `mem:<id>`, when cut.
+    #[serde(rename = "ref", skip_serializing_if = "Option::is_none")]
+    pub reference: Option<String>,
+}
+
+/// `list_memories`' response.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ListMemoriesOutcome {
+    /// Newest first (`created_at DESC, id DESC`).
+    pub memories: Vec<MemoryItem>,
+    /// `memories.len()`.
+    pub count: usize,
+    /// Present when a row was cut by the budget.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub budget_chars: Option<usize>,
+    /// The offset of the next page, when more rows exist.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_offset: Option<usize>,
+}
+
+impl Engine {
+    /// `list_memories`.
+    pub fn list_memories(&self, req: &ListMemoriesRequest) -> Result<ListMemoriesOutcome> {
+        let limit = req.limit.min(LIST_MEMORIES_MAX_LIMIT);
+        let agent = (!req.agent_id.is_empty()).then_some(req.agent_id.as_str());
+        let scope = Scope::read(agent, req.project_id.as_deref(), None);
+        let (pred, mut values) = scope.predicate("");
+        values.push(rusqlite::types::Value::Integer(limit as i64 + 1));
+        values.push(rusqlite::types::Value::Integer(req.offset as i64));
+        let sql = format!(
+            "SELECT id, agent_id, project_id, content, source, timestamp, created_at_ms, locked, \
+             channel FROM memories WHERE {pred} ORDER BY created_at_ms DESC, id DESC LIMIT ? OFFSET ?"
+        );
+        let mut rows: Vec<MemoryItem> = self.read(|conn| {
+            let mut stmt = conn.prepare(&sql)?;
+            let rows = stmt.query_map(rusqlite::params_from_iter(values), |row| {
+                let source: String = row.get(4)?;
+                Ok(MemoryItem {
+                    id: row.get(0)?,
+                    agent_id: row.get(1)?,
+                    project_id: row.get(2)?,
+                    content: row.get(3)?,
+                    source: serde_json::from_str(&source).unwrap_or(Value::String(source)),
+                    timestamp: row.get(5)?,
+                    created_at: format_ms(row.get(6)?),
+                    locked: row.get(7)?,
+                    channel: row.get(8)?,
+                    content_truncated: None,
+                    content_len: None,
+                    reference: None,
+                })
+            })?;
+            Ok(rows.collect::<rusqlite::Result<_>>()?)
+        })?;
+        let next_offset = (rows.len() > limit).then_some(req.offset + limit);
+        rows.truncate(limit);
+        let mut used = 0usize;
+        let mut degraded = false;
+        for item in &mut rows {
+            let n_chars = item.content.chars().count();
+            if used + n_chars > LIST_MEMORIES_MAX_CHARS
+                && let Some(prefix) = cut(&item.content, PREVIEW_CHARS)
+            {
+                item.content = prefix;
+                item.content_truncated = Some(true);
+                item.content_len = Some(n_chars);
+                item.reference = Some(format!("mem:{}", item.id));
+                degraded = true;
+            }
+            used += item.content.chars().count();
+        }
+        Ok(ListMemoriesOutcome {
+            count: rows.len(),
+            memories: rows,
+            budget_chars: degraded.then_some(LIST_MEMORIES_MAX_CHARS),
+            next_offset,
+        })
+    }
+}

@@ -1,0 +1,210 @@
+//! `export_memories`: one consistent snapshot written as JSONL to a temporary file, fsynced
+//! and renamed into place. It must never leave a half-written file under the final name.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use crate::engine::Engine;
+use crate::error::Result;
+use crate::scope::Scope;
+use crate::time::{format_ms, now_ms};
+use crate::vector::{base64_encode, decode, encode, format_from_tag};
+
+/// `export_memories`' arguments.
+#[derive(Clone, Debug, Default)]
+pub struct ExportRequest {
+    /// `""` = every agent.
+    pub agent_id: String,
+    /// Where to write.
+    pub output_path: PathBuf,
+    /// Add `embedding_b64` (little-endian f32, base64) to rows that have a vector.
+    pub include_embeddings: bool,
+}
+
+/// `export_memories`' response.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ExportOutcome {
+    /// True.
+    pub ok: bool,
+    /// The file written.
+    pub path: String,
+    /// Memories written.
+    pub memories: usize,
+    /// Episodes written.
+    pub episodes: usize,
+    /// Profiles written.
+    pub profiles: usize,
+}
+
+impl Engine {
+    /// `export_memories`.
+    pub fn export_memories(&self, req: &ExportRequest) -> Result<ExportOutcome> {
+        let path = super::check_path(&req.output_path, self.config.export_dir.as_deref())?;
+        let agent = (!req.agent_id.is_empty()).then_some(req.agent_id.as_str());
+        let (pred, values) = Scope::read(agent, None, None).predicate("");
+        let lines = self.read(|conn| {
+            conn.execute_batch("BEGIN")?;
+            let res = snapshot_lines(conn, &pred, &values, req.include_embeddings);
+            conn.execute_batch("ROLLBACK")?;
+            res
+        })?;
+        let (memories, episodes, profiles, body) = lines;
+        let header = json!({
+            "_type": "header",
+            "version": super::EXPORT_VERSION,
+            "agent_id": req.agent_id,
+            "exported_at": format_ms(now_ms()),
+            "memory_count": memories,
+            "episode_count": episodes,
+            "has_profile": profiles > 0,
+            "profile_count": profiles,
+        });
+        let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
+        let write = || -> Result<()> {
+            let file = std::fs::File::create(&tmp)?;
+            let mut out = std::io::BufWriter::new(file);
+            writeln!(out, "{header}")?;
+            for line in &body {
+                writeln!(out, "{line}")?;
+            }
+            let file = out.into_inner().map_err(|err| err.into_error())?;
+            file.sync_all()?;
+            std::fs::rename(&tmp, &path)?;
+            Ok(())
+        };
+        if let Err(err) = write() {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(err);
+        }
+        Ok(ExportOutcome {
+            ok: true,
+            path: path.display().to_string(),
+            memories,
+            episodes,
+            profiles,
+        })
+    }
+}
+
+type Snapshot = (usize, usize, usize, Vec<Value>);
+
+fn snapshot_lines(
+    conn: &rusqlite::Connection,
+    pred: &str,
+    values: &[rusqlite::types::Value],
+    include_embeddings: bool,
+) -> Result<Snapshot> {
+    let mut body = Vec::new();
+    let params = || rusqlite::params_from_iter(values.iter());
+    let mut stmt = conn.prepare(&format!(
+        "SELECT id, agent_id, msg_id, content, source, timestamp, metadata, created_at_ms, \
+         project_id, channel, locked, recall_count, last_recalled_at_ms, embedding, \
+         embedding_format, embedding_model FROM memories WHERE {pred} ORDER BY id"
+    ))?;
+    let mut rows = stmt.query(params())?;
+    let mut n_memories = 0;
+    while let Some(row) = rows.next()? {
+        let source: String = row.get(4)?;
+        let metadata: String = row.get(6)?;
+        let mut line = json!({
+            "_type": "memory",
+            "id": row.get::<_, i64>(0)?,
+            "agent_id": row.get::<_, String>(1)?,
+            "msg_id": row.get::<_, String>(2)?,
+            "content": row.get::<_, String>(3)?,
+            "source": serde_json::from_str::<Value>(&source).unwrap_or(Value::String(source)),
+            "timestamp": row.get::<_, String>(5)?,
+            "metadata": serde_json::from_str::<Value>(&metadata).unwrap_or(Value::String(metadata)),
+            "created_at": format_ms(row.get(7)?),
+            "project_id": row.get::<_, String>(8)?,
+            "channel": row.get::<_, String>(9)?,
+            "locked": row.get::<_, bool>(10)?,
+            "recall_count": row.get::<_, i64>(11)?,
+            "last_recalled_at": row.get::<_, Option<i64>>(12)?.map(format_ms),
+        });
+        if include_embeddings {
+            add_embedding(
+                &mut line,
+                row.get(13)?,
+                &row.get::<_, String>(14)?,
+                row.get(15)?,
+            );
+        }
+        body.push(line);
+        n_memories += 1;
+    }
+    let mut stmt = conn.prepare(&format!(
+        "SELECT id, agent_id, summary, keywords, start_time, end_time, created_at_ms, resolved, \
+         project_id, channel, embedding, embedding_format, embedding_model FROM episodes \
+         WHERE {pred} ORDER BY id"
+    ))?;
+    let mut rows = stmt.query(params())?;
+    let mut n_episodes = 0;
+    while let Some(row) = rows.next()? {
+        let mut line = json!({
+            "_type": "episode",
+            "id": row.get::<_, i64>(0)?,
+            "agent_id": row.get::<_, String>(1)?,
+            "summary": row.get::<_, String>(2)?,
+            "keywords": row.get::<_, String>(3)?,
+            "start_time": row.get::<_, Option<String>>(4)?,
+            "end_time": row.get::<_, Option<String>>(5)?,
+            "created_at": format_ms(row.get(6)?),
+            "resolved": row.get::<_, bool>(7)?,
+            "project_id": row.get::<_, String>(8)?,
+            "channel": row.get::<_, String>(9)?,
+        });
+        if include_embeddings {
+            add_embedding(
+                &mut line,
+                row.get(10)?,
+                &row.get::<_, String>(11)?,
+                row.get(12)?,
+            );
+        }
+        body.push(line);
+        n_episodes += 1;
+    }
+    let (agent_pred, agent_values) = (pred, values);
+    let mut stmt = conn.prepare(&format!(
+        "SELECT agent_id, user_id, content, updated_at_ms, project_id FROM profiles \
+         WHERE {agent_pred} ORDER BY id"
+    ))?;
+    let mut rows = stmt.query(rusqlite::params_from_iter(agent_values.iter()))?;
+    let mut n_profiles = 0;
+    while let Some(row) = rows.next()? {
+        body.push(json!({
+            "_type": "profile",
+            "agent_id": row.get::<_, String>(0)?,
+            "user_id": row.get::<_, String>(1)?,
+            "content": row.get::<_, String>(2)?,
+            "updated_at": format_ms(row.get(3)?),
+            "project_id": row.get::<_, String>(4)?,
+        }));
+        n_profiles += 1;
+    }
+    Ok((n_memories, n_episodes, n_profiles, body))
+}
+
+/// Adds `embedding_b64` (always little-endian f32, CPersona's format) and `embedding_model`.
+fn add_embedding(line: &mut Value, blob: Option<Vec<u8>>, tag: &str, model: String) {
+    let (Some(blob), Some(format)) = (blob, format_from_tag(tag)) else {
+        return;
+    };
+    let Some(vector) = decode(&blob, format) else {
+        return;
+    };
+    let Ok(f32_blob) = encode(&vector, vector.len(), crate::EmbeddingFormat::F32) else {
+        return;
+    };
+    if let Value::Object(map) = line {
+        map.insert(
+            "embedding_b64".into(),
+            Value::String(base64_encode(&f32_blob)),
+        );
+        map.insert("embedding_model".into(), Value::String(model));
+    }
+}

@@ -1,0 +1,571 @@
+//! `import_memories`: reads a CPersona JSONL export, validates the whole file first (a
+//! malformed file or a header whose counts disagree writes nothing), then writes in batched
+//! transactions. Re-importing a file skips every row (dedup on the exact bucket).
+//! Pre-computed embeddings are kept when their width matches the store; others are queued.
+
+use std::path::PathBuf;
+
+use rusqlite::{Transaction, params};
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use crate::engine::{Engine, VectorTarget};
+use crate::error::{Error, Result};
+use crate::persistence::NoPersist;
+use crate::text::{check_key, sanitise};
+use crate::time::{now_ms, parse_iso8601_ms};
+use crate::vector::{base64_decode, decode, encode};
+
+/// The most row errors listed in a response; the rest are counted in `errors_omitted`.
+pub(crate) const MAX_LISTED_ERRORS: usize = 100;
+
+/// `import_memories`' arguments.
+#[derive(Clone, Debug, Default)]
+pub struct ImportRequest {
+    /// The JSONL file.
+    pub input_path: PathBuf,
+    /// When not empty, every row is imported under this agent.
+    pub target_agent_id: String,
+    /// Count what would be imported, write nothing.
+    pub dry_run: bool,
+    /// Pause bucket.
+    pub session_key: String,
+}
+
+/// `import_memories`' response.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Default)]
+pub struct ImportOutcome {
+    /// True.
+    pub ok: bool,
+    /// Echo of the request.
+    pub dry_run: bool,
+    /// Memories written.
+    pub imported_memories: usize,
+    /// Memories skipped (duplicates, or invalid rows listed in `errors`).
+    pub skipped_memories: usize,
+    /// Episodes written.
+    pub imported_episodes: usize,
+    /// Episodes skipped.
+    pub skipped_episodes: usize,
+    /// Whether a profile was written.
+    pub profile_updated: bool,
+    /// Imported rows whose pre-computed vector was kept.
+    pub embedded_rows: usize,
+    /// Imported rows queued for embedding (no vector, or one the store cannot take).
+    pub queued_embeddings: usize,
+    /// Per-row problems (at most [`MAX_LISTED_ERRORS`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub errors: Vec<String>,
+    /// Problems beyond the listed ones.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub errors_omitted: usize,
+    /// The paused shape.
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub no_persist: Option<NoPersist>,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+/// Axes shared by memories and episodes.
+struct Axes {
+    agent_id: String,
+    project_id: String,
+    channel: String,
+}
+
+/// A vector to store, or why the row is queued instead.
+enum Embedding {
+    Blob(Vec<u8>),
+    Queue(String),
+}
+
+enum Record {
+    Memory {
+        axes: Axes,
+        msg_id: String,
+        content: String,
+        source: String,
+        metadata: String,
+        timestamp: String,
+        timestamp_ms: i64,
+        created_at_ms: i64,
+        locked: bool,
+        recall_count: i64,
+        embedding: Embedding,
+    },
+    Episode {
+        axes: Axes,
+        summary: String,
+        keywords: String,
+        start: Option<(String, i64)>,
+        end: Option<(String, i64)>,
+        created_at_ms: i64,
+        resolved: bool,
+        embedding: Embedding,
+    },
+    Profile {
+        agent_id: String,
+        project_id: String,
+        content: String,
+        updated_at_ms: i64,
+    },
+}
+
+impl Engine {
+    /// `import_memories`.
+    pub fn import_memories(&self, req: &ImportRequest) -> Result<ImportOutcome> {
+        if let Some(no_persist) = self.no_persist("import_memories", &req.session_key) {
+            return Ok(ImportOutcome {
+                ok: true,
+                dry_run: true,
+                no_persist: Some(no_persist),
+                ..Default::default()
+            });
+        }
+        if !req.target_agent_id.is_empty() {
+            crate::text::check_agent(&req.target_agent_id)?;
+        }
+        let path = super::check_path(&req.input_path, self.config.export_dir.as_deref())?;
+        let refuse = |reason: &str| Error::PathRefused {
+            path: path.display().to_string(),
+            reason: reason.to_owned(),
+        };
+        let meta = std::fs::metadata(&path).map_err(|_| refuse("cannot be read"))?;
+        if !meta.is_file() {
+            return Err(refuse("is not a regular file"));
+        }
+        if meta.len() > self.config.max_import_bytes {
+            return Err(refuse(&format!(
+                "is {} bytes, max {}",
+                meta.len(),
+                self.config.max_import_bytes
+            )));
+        }
+        let text = std::fs::read_to_string(&path).map_err(|_| refuse("is not UTF-8 text"))?;
+        let mut outcome = ImportOutcome {
+            ok: true,
+            dry_run: req.dry_run,
+            ..Default::default()
+        };
+        let records = self.parse(&text, &req.target_agent_id, &mut outcome)?;
+        let target = (self.vector_target(), self.config.embedding_format);
+        if req.dry_run {
+            self.write_dry(|tx| apply(tx, &records, &target, &mut outcome))?;
+        } else {
+            for batch in records.chunks(self.config.import_batch_rows) {
+                self.write(|tx| apply(tx, batch, &target, &mut outcome))?;
+            }
+        }
+        Ok(outcome)
+    }
+
+    /// Reads and validates every line; structural problems fail the whole import, row
+    /// problems skip the row and are listed.
+    fn parse(
+        &self,
+        text: &str,
+        target_agent: &str,
+        outcome: &mut ImportOutcome,
+    ) -> Result<Vec<Record>> {
+        let target = self.vector_target();
+        let mut records = Vec::new();
+        let mut header: Option<Map<String, Value>> = None;
+        let (mut n_memories, mut n_episodes, mut n_profiles) = (0usize, 0usize, 0usize);
+        let mut dim_note: Option<(String, usize)> = None;
+        for (idx, line) in text.lines().enumerate() {
+            let line_no = idx + 1;
+            if line.trim().is_empty() {
+                continue;
+            }
+            let malformed = |reason: String| Error::ImportMalformed {
+                line: line_no,
+                reason,
+            };
+            let Value::Object(obj) =
+                serde_json::from_str::<Value>(line).map_err(|e| malformed(e.to_string()))?
+            else {
+                return Err(malformed("not a JSON object".into()));
+            };
+            let kind = obj
+                .get("_type")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_owned();
+            if header.is_none() {
+                let version = obj.get("version").and_then(Value::as_str).unwrap_or("");
+                if kind != "header" || !version.starts_with("cpersona-export/1.") {
+                    return Err(malformed(
+                        "the first line must be a cpersona-export/1.x header".into(),
+                    ));
+                }
+                header = Some(obj);
+                continue;
+            }
+            let row = match kind.as_str() {
+                "memory" => {
+                    n_memories += 1;
+                    self.memory_record(&obj, target_agent, &target, &mut dim_note)
+                }
+                "episode" => {
+                    n_episodes += 1;
+                    self.episode_record(&obj, target_agent, &target, &mut dim_note)
+                }
+                "profile" => {
+                    n_profiles += 1;
+                    self.profile_record(&obj, target_agent)
+                }
+                "header" => return Err(malformed("a second header".into())),
+                other => return Err(malformed(format!("unknown _type {other:?}"))),
+            };
+            match row {
+                Ok(record) => records.push(record),
+                Err(err) if err.is_user_error() => {
+                    match kind.as_str() {
+                        "memory" => outcome.skipped_memories += 1,
+                        "episode" => outcome.skipped_episodes += 1,
+                        _ => {}
+                    }
+                    note(outcome, format!("line {line_no}: {err}"));
+                }
+                Err(err) => return Err(err),
+            }
+        }
+        let Some(header) = header else {
+            return Err(Error::ImportMalformed {
+                line: 1,
+                reason: "empty file".into(),
+            });
+        };
+        let count = |key: &str| header.get(key).and_then(Value::as_u64).map(|n| n as usize);
+        let declared = [
+            ("memory_count", count("memory_count"), n_memories),
+            ("episode_count", count("episode_count"), n_episodes),
+            ("profile_count", count("profile_count"), n_profiles),
+        ];
+        for (key, declared, found) in declared {
+            if let Some(declared) = declared.filter(|d| *d != found) {
+                return Err(Error::ImportMalformed {
+                    line: 1,
+                    reason: format!("header {key} is {declared} but the file holds {found}"),
+                });
+            }
+        }
+        if let Some((reason, n_rows)) = dim_note {
+            note(
+                outcome,
+                format!(
+                    "{n_rows} pre-computed embeddings not kept, queued for re-embedding: {reason}"
+                ),
+            );
+        }
+        Ok(records)
+    }
+
+    fn memory_record(
+        &self,
+        obj: &Map<String, Value>,
+        target_agent: &str,
+        target: &VectorTarget,
+        dim_note: &mut Option<(String, usize)>,
+    ) -> Result<Record> {
+        let axes = axes(obj, target_agent)?;
+        let msg_id = string(obj, "msg_id");
+        check_key("msg_id", &msg_id)?;
+        let content = sanitise(&string(obj, "content"), self.config.max_content_chars)
+            .map_err(|refusal| Error::invalid("content", refusal.reason()))?;
+        let timestamp = string(obj, "timestamp");
+        let timestamp_ms = parse_iso8601_ms(&timestamp)?;
+        let created_at_ms = optional_instant(obj, "created_at")?.unwrap_or(timestamp_ms);
+        Ok(Record::Memory {
+            msg_id,
+            content: content.text,
+            source: json_text(obj.get("source"), "{}"),
+            metadata: json_text(obj.get("metadata"), "{}"),
+            timestamp,
+            timestamp_ms,
+            created_at_ms,
+            locked: flag(obj.get("locked")),
+            recall_count: obj.get("recall_count").and_then(Value::as_i64).unwrap_or(0),
+            embedding: self.imported_embedding(obj, target, dim_note),
+            axes,
+        })
+    }
+
+    fn episode_record(
+        &self,
+        obj: &Map<String, Value>,
+        target_agent: &str,
+        target: &VectorTarget,
+        dim_note: &mut Option<(String, usize)>,
+    ) -> Result<Record> {
+        let axes = axes(obj, target_agent)?;
+        let summary = sanitise(&string(obj, "summary"), self.config.max_content_chars)
+            .map_err(|refusal| Error::invalid("summary", refusal.reason()))?;
+        let keywords = sanitise(&string(obj, "keywords"), self.config.max_content_chars)
+            .map(|k| k.text)
+            .unwrap_or_default();
+        let instant = |key: &str| -> Result<Option<(String, i64)>> {
+            match obj.get(key).and_then(Value::as_str) {
+                Some(text) if !text.is_empty() => {
+                    Ok(Some((text.to_owned(), parse_iso8601_ms(text)?)))
+                }
+                _ => Ok(None),
+            }
+        };
+        Ok(Record::Episode {
+            summary: summary.text,
+            keywords,
+            start: instant("start_time")?,
+            end: instant("end_time")?,
+            created_at_ms: optional_instant(obj, "created_at")?.unwrap_or_else(now_ms),
+            resolved: flag(obj.get("resolved")),
+            embedding: self.imported_embedding(obj, target, dim_note),
+            axes,
+        })
+    }
+
+    fn profile_record(&self, obj: &Map<String, Value>, target_agent: &str) -> Result<Record> {
+        let agent_id = if target_agent.is_empty() {
+            string(obj, "agent_id")
+        } else {
+            target_agent.to_owned()
+        };
+        crate::text::check_agent(&agent_id)?;
+        let content = sanitise(&string(obj, "content"), self.config.max_profile_chars)
+            .map_err(|refusal| Error::invalid("profile", refusal.reason()))?;
+        Ok(Record::Profile {
+            agent_id,
+            project_id: string(obj, "project_id"),
+            content: content.text,
+            updated_at_ms: optional_instant(obj, "updated_at")?.unwrap_or_else(now_ms),
+        })
+    }
+
+    /// Keeps `embedding_b64` when it decodes to the store's width (and, when the line names
+    /// its model, the store's model); otherwise the row is queued.
+    fn imported_embedding(
+        &self,
+        obj: &Map<String, Value>,
+        target: &VectorTarget,
+        dim_note: &mut Option<(String, usize)>,
+    ) -> Embedding {
+        let Some(b64) = obj.get("embedding_b64").and_then(Value::as_str) else {
+            return Embedding::Queue("imported without an embedding".into());
+        };
+        let mut refuse = |reason: String| {
+            let entry = dim_note.get_or_insert_with(|| (reason.clone(), 0));
+            entry.1 += 1;
+            Embedding::Queue(reason)
+        };
+        let model = obj
+            .get("embedding_model")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        if !model.is_empty() && model != target.model_id {
+            return refuse(format!(
+                "embedding model {model} is not the store's {}",
+                target.model_id
+            ));
+        }
+        let Some(vector) =
+            base64_decode(b64).and_then(|bytes| decode(&bytes, crate::EmbeddingFormat::F32))
+        else {
+            return refuse("embedding_b64 is not base64 of little-endian f32".into());
+        };
+        match encode(&vector, target.dim, self.config.embedding_format) {
+            Ok(blob) => Embedding::Blob(blob),
+            Err(err) => refuse(err.to_string()),
+        }
+    }
+}
+
+fn note(outcome: &mut ImportOutcome, message: String) {
+    if outcome.errors.len() < MAX_LISTED_ERRORS {
+        outcome.errors.push(message);
+    } else {
+        outcome.errors_omitted += 1;
+    }
+}
+
+fn string(obj: &Map<String, Value>, key: &str) -> String {
+    obj.get(key)
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_owned()
+}
+
+fn axes(obj: &Map<String, Value>, target_agent: &str) -> Result<Axes> {
+    let agent_id = if target_agent.is_empty() {
+        string(obj, "agent_id")
+    } else {
+        target_agent.to_owned()
+    };
+    crate::text::check_agent(&agent_id)?;
+    let project_id = string(obj, "project_id");
+    check_key("project_id", &project_id)?;
+    let channel = string(obj, "channel");
+    check_key("channel", &channel)?;
+    Ok(Axes {
+        agent_id,
+        project_id,
+        channel,
+    })
+}
+
+/// CPersona writes flags as booleans or 0/1 integers.
+fn flag(value: Option<&Value>) -> bool {
+    match value {
+        Some(Value::Bool(b)) => *b,
+        Some(Value::Number(n)) => n.as_i64().is_some_and(|n| n != 0),
+        _ => false,
+    }
+}
+
+/// `source` / `metadata` arrive as objects or as JSON text; stored as JSON text.
+fn json_text(value: Option<&Value>, default: &str) -> String {
+    match value {
+        None | Some(Value::Null) => default.to_owned(),
+        Some(Value::String(text)) if serde_json::from_str::<Value>(text).is_ok() => text.clone(),
+        Some(other) => other.to_string(),
+    }
+}
+
+/// An optional timestamp field (CPersona's `created_at` is naive UTC text).
+fn optional_instant(obj: &Map<String, Value>, key: &str) -> Result<Option<i64>> {
+    match obj.get(key).and_then(Value::as_str) {
+        Some(text) if !text.is_empty() => Ok(Some(parse_iso8601_ms(text)?)),
+        _ => Ok(None),
+    }
+}
+
+/// The store's vector target and the format rows are written in.
+type Target = (VectorTarget, crate::EmbeddingFormat);
+
+fn apply(
+    tx: &Transaction<'_>,
+    records: &[Record],
+    target: &Target,
+    outcome: &mut ImportOutcome,
+) -> Result<()> {
+    for record in records {
+        match record {
+            Record::Memory {
+                axes,
+                msg_id,
+                content,
+                source,
+                metadata,
+                timestamp,
+                timestamp_ms,
+                created_at_ms,
+                locked,
+                recall_count,
+                embedding,
+            } => {
+                let (blob, model, dim, tag) = embedding_columns(embedding, target);
+                let n = tx
+                    .prepare_cached(
+                        "INSERT OR IGNORE INTO memories(agent_id, project_id, channel, msg_id, content, \
+                         source, metadata, timestamp, timestamp_ms, created_at_ms, locked, recall_count, \
+                         embedding, embedding_model, embedding_dim, embedding_format) \
+                         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    )?
+                    .execute(params![
+                        axes.agent_id, axes.project_id, axes.channel, msg_id, content, source,
+                        metadata, timestamp, timestamp_ms, created_at_ms, locked, recall_count,
+                        blob, model, dim, tag,
+                    ])?;
+                if n == 0 {
+                    outcome.skipped_memories += 1;
+                    continue;
+                }
+                outcome.imported_memories += 1;
+                finish_embedding(tx, "memories", &axes.agent_id, embedding, outcome)?;
+            }
+            Record::Episode {
+                axes,
+                summary,
+                keywords,
+                start,
+                end,
+                created_at_ms,
+                resolved,
+                embedding,
+            } => {
+                let exists: bool = tx
+                    .prepare_cached(
+                        "SELECT EXISTS(SELECT 1 FROM episodes WHERE agent_id = ? AND project_id = ? \
+                         AND channel = ? AND summary = ?)",
+                    )?
+                    .query_row(params![axes.agent_id, axes.project_id, axes.channel, summary], |row| row.get(0))?;
+                if exists {
+                    outcome.skipped_episodes += 1;
+                    continue;
+                }
+                let (blob, model, dim, tag) = embedding_columns(embedding, target);
+                tx.prepare_cached(
+                    "INSERT INTO episodes(agent_id, project_id, channel, summary, keywords, start_time, \
+                     end_time, start_ms, end_ms, resolved, created_at_ms, embedding, embedding_model, \
+                     embedding_dim, embedding_format) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                )?
+                .execute(params![
+                    axes.agent_id, axes.project_id, axes.channel, summary, keywords,
+                    start.as_ref().map(|s| &s.0), end.as_ref().map(|s| &s.0),
+                    start.as_ref().map(|s| s.1), end.as_ref().map(|s| s.1),
+                    resolved, created_at_ms, blob, model, dim, tag,
+                ])?;
+                outcome.imported_episodes += 1;
+                finish_embedding(tx, "episodes", &axes.agent_id, embedding, outcome)?;
+            }
+            Record::Profile {
+                agent_id,
+                project_id,
+                content,
+                updated_at_ms,
+            } => {
+                tx.prepare_cached(
+                    "INSERT INTO profiles(agent_id, project_id, user_id, content, updated_at_ms) \
+                     VALUES (?, ?, '', ?, ?) ON CONFLICT(agent_id, user_id) DO UPDATE SET \
+                     content = excluded.content, project_id = excluded.project_id, \
+                     updated_at_ms = excluded.updated_at_ms WHERE content != excluded.content",
+                )?
+                .execute(params![agent_id, project_id, content, updated_at_ms])?;
+                outcome.profile_updated = true;
+            }
+        }
+    }
+    Ok(())
+}
+
+type EmbeddingColumns<'a> = (Option<&'a [u8]>, &'a str, i64, &'static str);
+
+fn embedding_columns<'a>(embedding: &'a Embedding, target: &'a Target) -> EmbeddingColumns<'a> {
+    match embedding {
+        Embedding::Blob(blob) => (
+            Some(blob.as_slice()),
+            &target.0.model_id,
+            target.0.dim as i64,
+            target.1.tag(),
+        ),
+        Embedding::Queue(_) => (None, "", 0, ""),
+    }
+}
+
+fn finish_embedding(
+    tx: &Transaction<'_>,
+    table: &str,
+    agent_id: &str,
+    embedding: &Embedding,
+    outcome: &mut ImportOutcome,
+) -> Result<()> {
+    match embedding {
+        Embedding::Blob(_) => outcome.embedded_rows += 1,
+        Embedding::Queue(reason) => {
+            crate::queue::enqueue(tx, table, tx.last_insert_rowid(), agent_id, reason)?;
+            outcome.queued_embeddings += 1;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,104 @@
+//! Shared fixtures: a tiny deterministic embedder (words hashed into 32 dimensions) that can
+//! be switched off to simulate an outage, and a store in a temporary folder.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use cpersona_engine::embed::{EmbedError, Embedder, EmbedderIdentity};
+use cpersona_engine::{Engine, EngineConfig};
+
+pub(crate) const DIM: usize = 32;
+
+pub(crate) struct TestEmbedder {
+    identity: EmbedderIdentity,
+    pub(crate) down: AtomicBool,
+}
+
+impl TestEmbedder {
+    pub(crate) fn new(model_id: &str, dim: usize) -> Arc<TestEmbedder> {
+        Arc::new(TestEmbedder {
+            identity: EmbedderIdentity {
+                model_id: model_id.into(),
+                dim,
+                window_tokens: 256,
+            },
+            down: AtomicBool::new(false),
+        })
+    }
+}
+
+impl Embedder for TestEmbedder {
+    fn identity(&self) -> &EmbedderIdentity {
+        &self.identity
+    }
+
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        if self.down.load(Ordering::SeqCst) {
+            return Err(EmbedError::Unavailable {
+                reason: "test embedder is down".into(),
+            });
+        }
+        Ok(texts
+            .iter()
+            .map(|text| {
+                let mut v = vec![0f32; self.identity.dim];
+                for word in text.split_whitespace() {
+                    let h = word.bytes().fold(2166136261u32, |h, b| {
+                        (h ^ u32::from(b)).wrapping_mul(16777619)
+                    });
+                    v[h as usize % self.identity.dim] += 1.0;
+                }
+                let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-9);
+                v.iter().map(|x| x / norm).collect()
+            })
+            .collect())
+    }
+}
+
+pub(crate) struct Fixture {
+    pub dir: tempfile::TempDir,
+    pub embedder: Arc<TestEmbedder>,
+    pub engine: Engine,
+}
+
+pub(crate) fn fixture() -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let embedder = TestEmbedder::new("test-hash-32", DIM);
+    let engine = Engine::open(
+        EngineConfig::new(dir.path().join("store.db")),
+        embedder.clone(),
+    )
+    .unwrap();
+    Fixture {
+        dir,
+        embedder,
+        engine,
+    }
+}
+
+/// Row counts of every table a write can touch.
+pub(crate) fn counts(f: &Fixture) -> Vec<(String, i64)> {
+    let conn = rusqlite::Connection::open(f.dir.path().join("store.db")).unwrap();
+    [
+        "memories",
+        "episodes",
+        "profiles",
+        "change_log",
+        "embedding_queue",
+        "memories_fts",
+        "episodes_fts",
+    ]
+    .iter()
+    .map(|t| {
+        (
+            t.to_string(),
+            conn.query_row(&format!("SELECT COUNT(*) FROM {t}"), [], |r| r.get(0))
+                .unwrap(),
+        )
+    })
+    .collect()
+}
+
+pub(crate) fn conn(f: &Fixture) -> rusqlite::Connection {
+    rusqlite::Connection::open(f.dir.path().join("store.db")).unwrap()
+}
