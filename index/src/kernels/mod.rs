@@ -166,7 +166,7 @@ impl Kernels {
     }
 
     /// `sum(a[i] * b[i])` over `min(a.len(), b.len())` elements (callers pass equal lengths).
-    /// Exact for up to 2^17 elements (the sum cannot leave i32 below that).
+    /// Exact below 2^17 elements (the true sum cannot leave i32 there).
     pub fn dot_i8(&self, a: &[i8], b: &[i8]) -> i32 {
         match self.backend {
             Backend::Scalar => scalar::dot_i8_scalar(a, b),

@@ -28,37 +28,17 @@ pub(super) fn dot_i8_neon(a: &[i8], b: &[i8]) -> i32 {
     dot
 }
 
-/// Batch dot, four rows per step; see `Kernels::dot_i8_batch`.
+/// Batch dot, one row per step; see `Kernels::dot_i8_batch`.
 // PERF: run cargo bench -p cpersona-benches --bench kernels before changing.
 #[target_feature(enable = "neon")]
 pub(super) fn dot_i8_batch_neon(query: &[i8], rows: &[i8], stride: usize, out: &mut [i32]) {
     crate::kernels::check_dot_batch(query.len(), rows.len(), stride, out.len());
     let base = rows.as_ptr();
-    let mut groups = out.chunks_exact_mut(4);
-    let mut row_idx = 0;
-    for group in &mut groups {
-        // SAFETY: rows `row_idx..row_idx + 4` are below `out.len()`, and the check above proved
-        // `stride >= query.len()` and `out.len() * stride <= rows.len()`, so each pointer has
-        // `query.len()` readable bytes behind it.
-        let dots = unsafe {
-            dot_rows_neon::<4>(
-                query,
-                [
-                    base.add(row_idx * stride),
-                    base.add((row_idx + 1) * stride),
-                    base.add((row_idx + 2) * stride),
-                    base.add((row_idx + 3) * stride),
-                ],
-            )
-        };
-        group.copy_from_slice(&dots);
-        row_idx += 4;
-    }
-    for o in groups.into_remainder() {
-        // SAFETY: as above, for the single row `row_idx < out.len()`.
+    for (row_idx, o) in out.iter_mut().enumerate() {
+        // SAFETY: `row_idx < out.len()`, and the check above proved `stride >= query.len()` and
+        // `out.len() * stride <= rows.len()`, so the pointer has `query.len()` readable bytes.
         let [dot] = unsafe { dot_rows_neon::<1>(query, [base.add(row_idx * stride)]) };
         *o = dot;
-        row_idx += 1;
     }
 }
 

@@ -8,11 +8,11 @@
 //! most 32768, so nothing saturates or overflows; `vpmaddubsw` is avoided on purpose because
 //! its i16 pair sums saturate (255 * 127 * 2 > 32767), and the `vpsignb` trick it needs breaks
 //! on −128. Sums wrap modulo 2^32, exact whenever the true dot fits in i32. The last
-//! `dim % 16` bytes are done in scalar code. Batches run four rows per step.
+//! `dim % 16` bytes are done in scalar code. Batches run one row per step.
 //!
-//! Hamming: the sign rows the prefilter scans are 6 to 16 words long, where four `popcnt`s per
-//! cycle keep up with memory and a `vpshufb` nibble table would pay a horizontal sum per row;
-//! so this kernel is XOR + POPCNT per word, compiled with POPCNT enabled.
+//! Hamming: the sign rows the prefilter scans are 6 to 16 words long, where XOR + POPCNT per
+//! word keeps up with memory (see the bench) and a `vpshufb` nibble table would add a
+//! horizontal sum per row; so this kernel is the POPCNT unit, compiled with POPCNT enabled.
 // PERF: run cargo bench -p cpersona-benches --bench kernels before changing.
 
 use core::arch::x86_64::*;

@@ -8,14 +8,15 @@
 //! becomes 255: no extreme is lost), and `sum((r + 128) * q) = dot(r, q) + 128 * sum(q)`. The
 //! correction `128 * sum(q)` depends on the query only, so a batch computes it once (itself
 //! with `vpdpbusd` against a splat of 0x80). Every step is an exact integer product; sums wrap
-//! modulo 2^32, which is exact whenever the true dot fits in i32 (up to 2^17 elements).
+//! modulo 2^32, which is exact whenever the true dot fits in i32 (below 2^17 elements).
 //! Masked tail loads read zero for bytes past `dim`; they become 128 after the flip but meet a
 //! zero query byte, so they add nothing. `vpdpbusd` (unlike `vpdpbusds`) does not saturate.
 //!
 //! BW fallback: 32 row bytes are sign-extended to i16 (`vpmovsxbw`) and multiplied pairwise
 //! with the widened query by `vpmaddwd`; the only pair it cannot represent is (−32768)², which
 //! i8 inputs never reach. Hamming: XOR, `vpopcntq`, add, with a masked load for the last words.
-//! Batches run four rows per step so each query chunk is loaded once per four rows.
+//! Batches run one row per step (see `dot_drivers` in `x86_64/mod.rs` for why); the row
+//! kernels take `R` rows so a caller can interleave rows where that measures faster.
 // PERF: run cargo bench -p cpersona-benches --bench kernels before changing.
 
 use core::arch::x86_64::*;
@@ -77,38 +78,19 @@ pub(super) fn hamming_avx512vpopcntdq(a: &[u64], b: &[u64]) -> u32 {
     count
 }
 
-/// Batch Hamming with VPOPCNTDQ, four rows per step.
+/// Batch Hamming with VPOPCNTDQ, one row per step.
 // PERF: run cargo bench -p cpersona-benches --bench kernels before changing.
 #[target_feature(enable = "avx512f,avx512vpopcntdq")]
 pub(super) fn hamming_batch_avx512vpopcntdq(query: &[u64], rows: &[u64], out: &mut [u32]) {
     let words = query.len();
     check_hamming_batch(words, rows.len(), out.len());
     let base = rows.as_ptr();
-    let mut groups = out.chunks_exact_mut(4);
-    let mut row_idx = 0;
-    for group in &mut groups {
-        // SAFETY: rows `row_idx..row_idx + 4` are below `out.len()`, and the check above proved
-        // `out.len() * words <= rows.len()`, so each pointer has `words` words behind it.
-        let counts = unsafe {
-            hamming_rows_avx512vpopcntdq::<4>(
-                query,
-                [
-                    base.add(row_idx * words),
-                    base.add((row_idx + 1) * words),
-                    base.add((row_idx + 2) * words),
-                    base.add((row_idx + 3) * words),
-                ],
-            )
-        };
-        group.copy_from_slice(&counts);
-        row_idx += 4;
-    }
-    for o in groups.into_remainder() {
-        // SAFETY: as above, for the single row `row_idx < out.len()`.
+    for (row_idx, o) in out.iter_mut().enumerate() {
+        // SAFETY: `row_idx < out.len()`, and the check above proved `out.len() * words <=
+        // rows.len()`, so the pointer has `words` readable words behind it.
         let [count] =
             unsafe { hamming_rows_avx512vpopcntdq::<1>(query, [base.add(row_idx * words)]) };
         *o = count;
-        row_idx += 1;
     }
 }
 
