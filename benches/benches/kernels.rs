@@ -3,12 +3,16 @@
 //! machine's measured read bandwidth. It must never assert speed; it only measures and prints.
 //!
 //! Run: `cargo bench -p cpersona-benches --bench kernels` (filter with `-- dot_i8_batch` etc.).
-//! Batch dot streams 100K rows per call (38 to 102 MB, past the last-level cache); batch
+//! Batch dot streams 100K rows per call (38 to 102 MB, past the last-level cache), 64-byte
+//! aligned as in a generation file; batch
 //! Hamming streams 1M sign rows. A summary table at the end prints, per batch scan, the best
 //! observed GB/s, the ratio to scalar and the fraction of the read bandwidth, measured as the
 //! best time to sum a buffer of the same size as u64s.
 #![forbid(unsafe_code)]
-#![allow(clippy::print_stdout, reason = "a bench reports its summary on the terminal")]
+#![allow(
+    clippy::print_stdout,
+    reason = "a bench reports its summary on the terminal"
+)]
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -70,6 +74,14 @@ fn random_i8(rng: &mut StdRng, len: usize) -> Vec<i8> {
     (0..len).map(|_| rng.random()).collect()
 }
 
+/// Random rows starting on a 64-byte boundary, as a generation's mapped rows do: the buffer
+/// and the offset of the aligned start inside it.
+fn aligned_rows(rng: &mut StdRng, len: usize) -> (Vec<i8>, usize) {
+    let buf = random_i8(rng, len + 64);
+    let start = buf.as_ptr().align_offset(64).min(64);
+    (buf, start)
+}
+
 /// The variants to bench, with a printed line for every ISA this CPU lacks.
 fn variants() -> Vec<Kernels> {
     let available = Isa::available();
@@ -83,7 +95,10 @@ fn variants() -> Vec<Kernels> {
 
 fn bench_bandwidth(c: &mut Criterion) {
     let mut group = c.benchmark_group("read_bandwidth");
-    group.sample_size(10);
+    group
+        .sample_size(10)
+        .warm_up_time(Duration::from_millis(300))
+        .measurement_time(Duration::from_secs(2));
     for dim in DIMS {
         let bytes = DOT_ROWS * dim;
         let words = vec![1_u64; bytes / 8];
@@ -107,7 +122,10 @@ fn sum_words(words: &[u64]) -> u64 {
             *sum = sum.wrapping_add(word);
         }
     }
-    let tail: u64 = chunks.remainder().iter().fold(0, |acc, &w| acc.wrapping_add(w));
+    let tail: u64 = chunks
+        .remainder()
+        .iter()
+        .fold(0, |acc, &w| acc.wrapping_add(w));
     sums.iter().fold(tail, |acc, &s| acc.wrapping_add(s))
 }
 
@@ -115,6 +133,9 @@ fn bench_single(c: &mut Criterion) {
     let kernels = variants();
     let mut rng = StdRng::seed_from_u64(42);
     let mut group = c.benchmark_group("dot_i8");
+    group
+        .warm_up_time(Duration::from_millis(300))
+        .measurement_time(Duration::from_secs(1));
     for dim in DIMS {
         let (a, b) = (random_i8(&mut rng, dim), random_i8(&mut rng, dim));
         group.throughput(Throughput::Bytes(2 * dim as u64));
@@ -126,6 +147,9 @@ fn bench_single(c: &mut Criterion) {
     }
     group.finish();
     let mut group = c.benchmark_group("hamming");
+    group
+        .warm_up_time(Duration::from_millis(300))
+        .measurement_time(Duration::from_secs(1));
     for dim in DIMS {
         let words = dim / 64;
         let a: Vec<u64> = (0..words).map(|_| rng.random()).collect();
@@ -144,12 +168,16 @@ fn bench_batch(c: &mut Criterion) {
     let kernels = variants();
     let mut rng = StdRng::seed_from_u64(7);
     let mut group = c.benchmark_group("dot_i8_batch");
-    group.sample_size(10).warm_up_time(Duration::from_millis(500));
+    group
+        .sample_size(10)
+        .warm_up_time(Duration::from_millis(300))
+        .measurement_time(Duration::from_secs(2));
     for dim in DIMS {
         // The generation's stride: dim rounded up to 64 (already a multiple here).
         let stride = dim.div_ceil(64) * 64;
         let query = random_i8(&mut rng, dim);
-        let rows = random_i8(&mut rng, DOT_ROWS * stride);
+        let (rows_buf, start) = aligned_rows(&mut rng, DOT_ROWS * stride);
+        let rows = &rows_buf[start..start + DOT_ROWS * stride];
         let mut out = vec![0_i32; DOT_ROWS];
         let bytes = DOT_ROWS * stride;
         group.throughput(Throughput::Bytes(bytes as u64));
@@ -157,7 +185,7 @@ fn bench_batch(c: &mut Criterion) {
             let variant = k.variant();
             group.bench_function(BenchmarkId::new(&variant, dim), |b| {
                 timed(b, "dot_i8_batch", dim, &variant, bytes, || {
-                    k.dot_i8_batch(black_box(&query), black_box(&rows), stride, &mut out);
+                    k.dot_i8_batch(black_box(&query), black_box(rows), stride, &mut out);
                 });
             });
         }
@@ -165,7 +193,10 @@ fn bench_batch(c: &mut Criterion) {
     group.finish();
     bench_gather(c, &kernels, &mut rng);
     let mut group = c.benchmark_group("hamming_batch");
-    group.sample_size(10).warm_up_time(Duration::from_millis(500));
+    group
+        .sample_size(10)
+        .warm_up_time(Duration::from_millis(300))
+        .measurement_time(Duration::from_secs(2));
     for dim in DIMS {
         let words = dim / 64;
         let query: Vec<u64> = (0..words).map(|_| rng.random()).collect();
@@ -189,18 +220,24 @@ fn bench_batch(c: &mut Criterion) {
 fn bench_gather(c: &mut Criterion, kernels: &[Kernels], rng: &mut StdRng) {
     let dim = 384;
     let query = random_i8(rng, dim);
-    let rows = random_i8(rng, DOT_ROWS * dim);
-    let indices: Vec<u32> =
-        (0..GATHER_ROWS).map(|_| rng.random_range(0..DOT_ROWS as u32)).collect();
+    let (rows_buf, start) = aligned_rows(rng, DOT_ROWS * dim);
+    let rows = &rows_buf[start..start + DOT_ROWS * dim];
+    let indices: Vec<u32> = (0..GATHER_ROWS)
+        .map(|_| rng.random_range(0..DOT_ROWS as u32))
+        .collect();
     let mut out = vec![0_i32; GATHER_ROWS];
     let bytes = GATHER_ROWS * dim;
     let mut group = c.benchmark_group("dot_i8_gather");
-    group.sample_size(20).throughput(Throughput::Bytes(bytes as u64));
+    group
+        .sample_size(20)
+        .warm_up_time(Duration::from_millis(300))
+        .measurement_time(Duration::from_secs(2))
+        .throughput(Throughput::Bytes(bytes as u64));
     for k in kernels {
         let variant = k.variant();
         group.bench_function(BenchmarkId::new(&variant, dim), |b| {
             timed(b, "dot_i8_gather", dim, &variant, bytes, || {
-                k.dot_i8_gather(&query, black_box(&rows), dim, &indices, &mut out);
+                k.dot_i8_gather(&query, black_box(rows), dim, &indices, &mut out);
             });
         });
     }
