@@ -33,9 +33,12 @@ const HAMMING_ROWS: usize = 1_000_000;
 /// Listed rows per gathered dot (re-ranking prefilter candidates).
 const GATHER_ROWS: usize = 10_000;
 
+/// A measured scan: (scan name, dims, kernel variant).
+type ScanKey = (String, usize, String);
+
 thread_local! {
-    /// Best seconds per call observed for each (scan, dims, variant), for the summary.
-    static BEST: RefCell<BTreeMap<(String, usize, String), (f64, usize)>> =
+    /// Best seconds per call and bytes per call for each scan, for the summary.
+    static BEST: RefCell<BTreeMap<ScanKey, (f64, usize)>> =
         const { RefCell::new(BTreeMap::new()) };
 }
 
