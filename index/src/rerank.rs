@@ -48,8 +48,7 @@ impl CodeColumns<'_> {
     ) {
         let mut dots = [0i32; BLOCK_ROWS];
         let n = positions.len();
-        dot_i8_gather(
-            kernels,
+        kernels.dot_i8_gather(
             query.codes(),
             self.codes,
             self.stride,
@@ -78,23 +77,5 @@ impl CodeColumns<'_> {
         })) {
             *floor = top.floor();
         }
-    }
-}
-
-/// `out[i] = dot_i8(query, rows[row_indices[i] * stride ..][..query.len()])`.
-///
-/// Stand-in with the shape of `Kernels::dot_i8_gather`, which the kernels module is adding;
-/// once it lands, this body becomes one call to it.
-pub(crate) fn dot_i8_gather(
-    kernels: &Kernels,
-    query: &[i8],
-    rows: &[i8],
-    stride: usize,
-    row_indices: &[u32],
-    out: &mut [i32],
-) {
-    for (o, &row) in out.iter_mut().zip(row_indices) {
-        let start = row as usize * stride;
-        *o = kernels.dot_i8(query, &rows[start..start + query.len()]);
     }
 }
