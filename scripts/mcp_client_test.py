@@ -24,7 +24,18 @@ import urllib.request
 
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
-from mcp.client.streamable_http import streamablehttp_client
+
+try:  # mcp >= 2: one name, headers through an httpx client.
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    def http_transport(url, headers):
+        return streamable_http_client(url, http_client=create_mcp_http_client(headers=headers))
+except ImportError:  # mcp 1.x
+    from mcp.client.streamable_http import streamablehttp_client
+
+    def http_transport(url, headers):
+        return streamablehttp_client(url, headers=headers)
 
 TOKEN = "python-client-test-token-0123456789"
 REQUIRED_TOOLS = {
@@ -53,7 +64,9 @@ async def call(session, tool, args):
 
 async def exercise(session, mode, workdir, label):
     init = await session.initialize()
-    check(init.serverInfo.name == "cpersona", f"{label}: server name {init.serverInfo.name}")
+    # mcp >= 2 spells fields in snake case, 1.x in camel case.
+    server_info = getattr(init, "server_info", None) or getattr(init, "serverInfo")
+    check(server_info.name == "cpersona", f"{label}: server name {server_info.name}")
     for word in ("store", "recall", "archive_episode"):
         check(word in (init.instructions or ""), f"{label}: instructions lack {word}")
     names = {t.name for t in (await session.list_tools()).tools}
@@ -132,7 +145,7 @@ async def over_http(binary, mode, workdir):
     url = f"http://127.0.0.1:{port}/mcp"
     server = subprocess.Popen([binary, "serve", "--http", f"127.0.0.1:{port}"],
                               env=child_env(workdir, CPERSONA_AUTH_TOKEN=TOKEN),
-                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.time() + 30
         while True:
@@ -141,15 +154,16 @@ async def over_http(binary, mode, workdir):
                 break
             except OSError:
                 check(time.time() < deadline, "HTTP server did not start")
-                check(server.poll() is None, f"HTTP server exited: {server.stderr.read()}")
+                if server.poll() is not None:
+                    raise AssertionError(f"HTTP server exited with {server.returncode}")
                 time.sleep(0.1)
         same_length = ("x" if TOKEN[0] != "x" else "y") + TOKEN[1:]
         for what, headers in [("missing", {}), ("wrong", {"Authorization": "Bearer nope"}),
                               ("same length", {"Authorization": f"Bearer {same_length}"})]:
             status = raw_post(url, headers)
             check(status == 401, f"{what} token: HTTP {status}, expected 401")
-        async with streamablehttp_client(url, headers={"Authorization": f"Bearer {TOKEN}"}) as (read, write, _):
-            async with ClientSession(read, write) as session:
+        async with http_transport(url, {"Authorization": f"Bearer {TOKEN}"}) as streams:
+            async with ClientSession(streams[0], streams[1]) as session:
                 await exercise(session, mode, workdir, "http")
                 if mode == "full":
                     listed = await call(session, "list_memories", {"agent_id": "intruder"})

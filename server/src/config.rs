@@ -2,24 +2,19 @@
 //! (ripgrep's LowArgs → HiArgs step). Nothing else in the workspace reads the environment;
 //! an invalid setting is a start-up error naming the variable, never a silent default.
 
-use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::str::FromStr;
 
+mod env;
 #[cfg(test)]
 mod tests;
 
-/// The raw environment: variable name → value. Built from the process environment in
-/// `main`, or from a map in tests, so parsing never touches the real environment.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct Env {
-    vars: BTreeMap<String, String>,
-}
+pub use env::Env;
+use env::invalid;
 
 /// A setting that could not be used; the message names the variable.
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum ConfigError {
+pub enum ConfigError {
     /// A value did not parse or is out of range.
     #[error("{var}={value:?} is invalid: {reason}")]
     Invalid {
@@ -44,167 +39,25 @@ pub(crate) enum ConfigError {
 
 type Result<T, E = ConfigError> = std::result::Result<T, E>;
 
-impl Env {
-    /// Collect the `CPERSONA_*` and legacy `EMBEDDING_*` variables of this process.
-    pub(crate) fn from_process() -> Result<Env> {
-        let mut vars = BTreeMap::new();
-        for (name, value) in std::env::vars_os() {
-            let Some(name) = name.to_str() else { continue };
-            if !(name.starts_with("CPERSONA_") || name.starts_with("EMBEDDING_")) {
-                continue;
-            }
-            let value = value.into_string().map_err(|_| ConfigError::NotUnicode {
-                var: name.to_owned(),
-            })?;
-            vars.insert(name.to_owned(), value);
-        }
-        Ok(Env { vars })
-    }
-
-    /// An environment made of the given pairs (tests).
-    #[cfg(test)]
-    pub(crate) fn from_pairs(pairs: &[(&str, &str)]) -> Env {
-        Env {
-            vars: pairs
-                .iter()
-                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-                .collect(),
-        }
-    }
-
-    /// The value of `var`, with an empty value read as unset (as CPersona does).
-    fn get(&self, var: &str) -> Option<&str> {
-        self.vars
-            .get(var)
-            .map(|v| v.trim())
-            .filter(|v| !v.is_empty())
-    }
-
-    /// `var`, else the legacy unprefixed `alias` (the prefixed name wins, as in CPersona).
-    fn get_aliased(&self, var: &'static str, alias: &'static str) -> Option<(&'static str, &str)> {
-        self.get(var)
-            .map(|v| (var, v))
-            .or_else(|| self.get(alias).map(|v| (alias, v)))
-    }
-
-    fn parse<T: FromStr>(&self, var: &'static str, default: T) -> Result<T>
-    where
-        T::Err: std::fmt::Display,
-    {
-        match self.get(var) {
-            None => Ok(default),
-            Some(raw) => raw.parse::<T>().map_err(|e| invalid(var, raw, e.to_string())),
-        }
-    }
-
-    fn parse_opt<T: FromStr>(&self, var: &'static str) -> Result<Option<T>>
-    where
-        T::Err: std::fmt::Display,
-    {
-        match self.get(var) {
-            None => Ok(None),
-            Some(raw) => raw
-                .parse::<T>()
-                .map(Some)
-                .map_err(|e| invalid(var, raw, e.to_string())),
-        }
-    }
-
-    fn float(&self, var: &'static str, default: f64, lo: f64, hi: f64) -> Result<f64> {
-        let v: f64 = self.parse(var, default)?;
-        if !v.is_finite() || v < lo || v > hi {
-            return Err(invalid(var, &v.to_string(), format!("must be in {lo}..={hi}")));
-        }
-        Ok(v)
-    }
-
-    fn int(&self, var: &'static str, default: u64, lo: u64, hi: u64) -> Result<u64> {
-        let v: u64 = self.parse(var, default)?;
-        if v < lo || v > hi {
-            return Err(invalid(var, &v.to_string(), format!("must be in {lo}..={hi}")));
-        }
-        Ok(v)
-    }
-
-    fn int_opt(&self, var: &'static str, lo: u64, hi: u64) -> Result<Option<u64>> {
-        match self.parse_opt::<u64>(var)? {
-            Some(v) if v < lo || v > hi => Err(invalid(
-                var,
-                &v.to_string(),
-                format!("must be in {lo}..={hi}"),
-            )),
-            other => Ok(other),
-        }
-    }
-
-    fn boolean(&self, var: &'static str, default: bool) -> Result<bool> {
-        match self.get(var) {
-            None => Ok(default),
-            Some(raw) => match raw.to_ascii_lowercase().as_str() {
-                "true" | "1" | "yes" | "on" => Ok(true),
-                "false" | "0" | "no" | "off" => Ok(false),
-                _ => Err(invalid(var, raw, "expected true/false (or 1/0, yes/no, on/off)")),
-            },
-        }
-    }
-
-    fn word<T: Copy>(&self, var: &'static str, default: T, table: &[(&str, T)]) -> Result<T> {
-        match self.get(var) {
-            None => Ok(default),
-            Some(raw) => {
-                let lower = raw.to_ascii_lowercase();
-                table
-                    .iter()
-                    .find(|(name, _)| *name == lower)
-                    .map(|(_, v)| *v)
-                    .ok_or_else(|| {
-                        let names: Vec<&str> = table.iter().map(|(n, _)| *n).collect();
-                        invalid(var, raw, format!("expected one of {}", names.join(", ")))
-                    })
-            }
-        }
-    }
-
-    fn list(&self, var: &'static str) -> Vec<String> {
-        self.get(var)
-            .map(|raw| {
-                raw.split(',')
-                    .map(str::trim)
-                    .filter(|s| !s.is_empty())
-                    .map(str::to_owned)
-                    .collect()
-            })
-            .unwrap_or_default()
-    }
-}
-
-fn invalid(var: &'static str, value: &str, reason: impl Into<String>) -> ConfigError {
-    ConfigError::Invalid {
-        var,
-        value: value.to_owned(),
-        reason: reason.into(),
-    }
-}
-
 /// Everything the server needs, validated.
 #[derive(Clone, Debug)]
-pub(crate) struct Config {
+pub struct Config {
     /// The SQLite file, the source of truth.
-    pub(crate) db_path: PathBuf,
-    pub(crate) embedder: EmbedderConfig,
-    pub(crate) http: HttpConfig,
-    pub(crate) writes: WriteLimits,
-    pub(crate) recall: RecallSettings,
-    pub(crate) reconstruct: ReconstructSettings,
+    pub db_path: PathBuf,
+    pub embedder: EmbedderConfig,
+    pub http: HttpConfig,
+    pub writes: WriteLimits,
+    pub recall: RecallSettings,
+    pub reconstruct: ReconstructSettings,
     /// Confinement root for export/import paths (`CPERSONA_EXPORT_DIR`).
-    pub(crate) export_dir: Option<PathBuf>,
+    pub export_dir: Option<PathBuf>,
     /// Largest import file accepted (`CPERSONA_MAX_IMPORT_BYTES`).
-    pub(crate) max_import_bytes: u64,
+    pub max_import_bytes: u64,
 }
 
 /// Which embedder the engine builds (`CPERSONA_EMBEDDING_MODE`).
 #[derive(Clone, Debug, PartialEq)]
-pub(crate) enum EmbedderConfig {
+pub enum EmbedderConfig {
     /// The in-process model read from `CPERSONA_MODEL_DIR` (default: works offline).
     Builtin { model_dir: PathBuf },
     /// No embedder: recall is lexical only and says so.
@@ -231,35 +84,35 @@ enum EmbeddingMode {
 
 /// The streamable HTTP transport's security settings.
 #[derive(Clone, Debug)]
-pub(crate) struct HttpConfig {
+pub struct HttpConfig {
     /// The bearer token (`CPERSONA_AUTH_TOKEN`); `None` only when unauthenticated HTTP is allowed.
-    pub(crate) auth_token: Option<String>,
+    pub auth_token: Option<String>,
     /// `CPERSONA_ALLOW_UNAUTHENTICATED_HTTP`.
-    pub(crate) allow_unauthenticated: bool,
+    pub allow_unauthenticated: bool,
     /// Largest request body (`CPERSONA_HTTP_MAX_BODY_BYTES`), answered 413 above.
-    pub(crate) max_body_bytes: usize,
+    pub max_body_bytes: usize,
     /// Browser Origins allowed besides the loopback ones (`CPERSONA_HTTP_ALLOWED_ORIGINS`).
-    pub(crate) extra_allowed_origins: Vec<String>,
+    pub extra_allowed_origins: Vec<String>,
     /// `Host` values allowed besides the loopback ones (`CPERSONA_HTTP_ALLOWED_HOSTS`).
-    pub(crate) extra_allowed_hosts: Vec<String>,
+    pub extra_allowed_hosts: Vec<String>,
     /// The address from `CPERSONA_TRANSPORT=streamable-http` + `CPERSONA_HTTP_HOST`/`_PORT`,
     /// used when `serve` gets no `--http` flag.
-    pub(crate) env_bind: Option<SocketAddr>,
+    pub env_bind: Option<SocketAddr>,
 }
 
 /// Caps on what a write may carry.
 #[derive(Clone, Debug)]
-pub(crate) struct WriteLimits {
-    pub(crate) max_content_chars: usize,
-    pub(crate) max_profile_chars: usize,
-    pub(crate) max_metadata_chars: usize,
-    pub(crate) future_timestamp_skew_seconds: u64,
-    pub(crate) future_timestamp_mode: FutureTimestampMode,
+pub struct WriteLimits {
+    pub max_content_chars: usize,
+    pub max_profile_chars: usize,
+    pub max_metadata_chars: usize,
+    pub future_timestamp_skew_seconds: u64,
+    pub future_timestamp_mode: FutureTimestampMode,
 }
 
 /// What `store` does with a timestamp ahead of the clock.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum FutureTimestampMode {
+pub enum FutureTimestampMode {
     Warn,
     Reject,
     Off,
@@ -267,7 +120,7 @@ pub(crate) enum FutureTimestampMode {
 
 /// Fusion mode (`CPERSONA_RECALL_MODE`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum RecallMode {
+pub enum RecallMode {
     Rrf,
     Rsf,
     Cascade,
@@ -275,7 +128,7 @@ pub(crate) enum RecallMode {
 
 /// Gate precision presets (`CPERSONA_RECALL_PRECISION`): β 2.0 / 1.0 / 0.5.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Precision {
+pub enum Precision {
     Strict,
     Balanced,
     Lenient,
@@ -283,7 +136,7 @@ pub(crate) enum Precision {
 
 impl Precision {
     /// The gate's β for this preset.
-    pub(crate) fn beta(self) -> f64 {
+    pub fn beta(self) -> f64 {
         match self {
             Precision::Strict => 2.0,
             Precision::Balanced => 1.0,
@@ -294,7 +147,7 @@ impl Precision {
 
 /// Where the age prior measures from (`CPERSONA_PRIOR_AGE_ANCHOR`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum AgeAnchor {
+pub enum AgeAnchor {
     Newest,
     Now,
 }
@@ -302,51 +155,51 @@ pub(crate) enum AgeAnchor {
 /// Recall settings (cpersona-2.6.14 §7 "Scan / reach / depth", "Fusion / gate / scoring",
 /// "2.6 recall process"), collected here even where the engine does not consume them yet.
 #[derive(Clone, Debug)]
-pub(crate) struct RecallSettings {
-    pub(crate) scan_window: u64,
-    pub(crate) vector_reach: u64,
-    pub(crate) vector_far_limit: u64,
-    pub(crate) library_max_limit: u64,
-    pub(crate) depth_floor: u64,
-    pub(crate) vector_min_similarity: f64,
-    pub(crate) mode: RecallMode,
-    pub(crate) rrf_k: u64,
-    pub(crate) rrf_threshold_factor: f64,
-    pub(crate) autocut_enabled: bool,
-    pub(crate) autocut_min_gap_ratio: f64,
-    pub(crate) autocut_min_results: u64,
-    pub(crate) fused_gate_enabled: bool,
-    pub(crate) fused_gate_sample_queries: u64,
-    pub(crate) fused_gate_calibration_draws: u64,
-    pub(crate) precision: Precision,
+pub struct RecallSettings {
+    pub scan_window: u64,
+    pub vector_reach: u64,
+    pub vector_far_limit: u64,
+    pub library_max_limit: u64,
+    pub depth_floor: u64,
+    pub vector_min_similarity: f64,
+    pub mode: RecallMode,
+    pub rrf_k: u64,
+    pub rrf_threshold_factor: f64,
+    pub autocut_enabled: bool,
+    pub autocut_min_gap_ratio: f64,
+    pub autocut_min_results: u64,
+    pub fused_gate_enabled: bool,
+    pub fused_gate_sample_queries: u64,
+    pub fused_gate_calibration_draws: u64,
+    pub precision: Precision,
     /// Raw β; when unset the precision preset's β applies.
-    pub(crate) fused_gate_beta: f64,
-    pub(crate) confidence_enabled: bool,
-    pub(crate) cosine_floor: f64,
-    pub(crate) cosine_ceil: f64,
-    pub(crate) decay_rate: f64,
-    pub(crate) decay_floor: f64,
-    pub(crate) decay_ceil: f64,
-    pub(crate) recall_boost: f64,
-    pub(crate) boost_decay_rate: f64,
-    pub(crate) episode_penalty_enabled: bool,
-    pub(crate) episode_decay_rate: f64,
-    pub(crate) episode_decay_floor: f64,
-    pub(crate) prior_far_weight: f64,
-    pub(crate) prior_age_rate: f64,
-    pub(crate) prior_age_floor: f64,
-    pub(crate) prior_age_anchor: AgeAnchor,
-    pub(crate) preview_chars: u64,
-    pub(crate) excerpt_chars: u64,
-    pub(crate) cue_time_limit_ms: u64,
-    pub(crate) propagation_seat: bool,
-    pub(crate) far_seats_enabled: bool,
-    pub(crate) degraded_advisory: bool,
+    pub fused_gate_beta: f64,
+    pub confidence_enabled: bool,
+    pub cosine_floor: f64,
+    pub cosine_ceil: f64,
+    pub decay_rate: f64,
+    pub decay_floor: f64,
+    pub decay_ceil: f64,
+    pub recall_boost: f64,
+    pub boost_decay_rate: f64,
+    pub episode_penalty_enabled: bool,
+    pub episode_decay_rate: f64,
+    pub episode_decay_floor: f64,
+    pub prior_far_weight: f64,
+    pub prior_age_rate: f64,
+    pub prior_age_floor: f64,
+    pub prior_age_anchor: AgeAnchor,
+    pub preview_chars: u64,
+    pub excerpt_chars: u64,
+    pub cue_time_limit_ms: u64,
+    pub propagation_seat: bool,
+    pub far_seats_enabled: bool,
+    pub degraded_advisory: bool,
 }
 
 /// How reconstruct orders quoted passages (`CPERSONA_RECONSTRUCT_SEQUENCE`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum ReconstructSequence {
+pub enum ReconstructSequence {
     Items,
     Evidence,
     Whole,
@@ -354,21 +207,21 @@ pub(crate) enum ReconstructSequence {
 
 /// Reconstruct settings (cpersona-2.6.14 §4.1, §4.2 and §7 "Reconstruct").
 #[derive(Clone, Debug)]
-pub(crate) struct ReconstructSettings {
-    pub(crate) max_count: u64,
-    pub(crate) default_count: u64,
-    pub(crate) forced_count: Option<u64>,
-    pub(crate) top_k: u64,
-    pub(crate) max_hops: u64,
-    pub(crate) max_evidence: u64,
-    pub(crate) adjacency_seconds: u64,
-    pub(crate) quote_chars: u64,
-    pub(crate) full_quotes: u64,
-    pub(crate) tail_quote_chars: u64,
-    pub(crate) sequence: ReconstructSequence,
-    pub(crate) default_budget: u64,
-    pub(crate) max_budget: u64,
-    pub(crate) forced_budget: Option<u64>,
+pub struct ReconstructSettings {
+    pub max_count: u64,
+    pub default_count: u64,
+    pub forced_count: Option<u64>,
+    pub top_k: u64,
+    pub max_hops: u64,
+    pub max_evidence: u64,
+    pub adjacency_seconds: u64,
+    pub quote_chars: u64,
+    pub full_quotes: u64,
+    pub tail_quote_chars: u64,
+    pub sequence: ReconstructSequence,
+    pub default_budget: u64,
+    pub max_budget: u64,
+    pub forced_budget: Option<u64>,
 }
 
 /// The default database path: `<user data dir>/cpersona/cpersona.db`, else `./cpersona.db`.
@@ -388,7 +241,7 @@ fn default_model_dir() -> PathBuf {
 impl Config {
     /// Parse and validate every setting. `db_override` is the `--db` flag, which wins over
     /// `CPERSONA_DB_PATH`.
-    pub(crate) fn from_env(env: &Env, db_override: Option<PathBuf>) -> Result<Config> {
+    pub fn from_env(env: &Env, db_override: Option<PathBuf>) -> Result<Config> {
         let db_path = db_override
             .or_else(|| env.get("CPERSONA_DB_PATH").map(PathBuf::from))
             .unwrap_or_else(default_db_path);
@@ -515,8 +368,7 @@ fn parse_writes(env: &Env) -> Result<WriteLimits> {
     Ok(WriteLimits {
         max_content_chars: env.int("CPERSONA_MAX_CONTENT_LENGTH", 16_000, 1, 10_000_000)? as usize,
         max_profile_chars: env.int("CPERSONA_MAX_PROFILE_LENGTH", 2_000, 1, 10_000_000)? as usize,
-        max_metadata_chars: env.int("CPERSONA_MAX_METADATA_LENGTH", 8_000, 1, 10_000_000)?
-            as usize,
+        max_metadata_chars: env.int("CPERSONA_MAX_METADATA_LENGTH", 8_000, 1, 10_000_000)? as usize,
         future_timestamp_skew_seconds: env.int(
             "CPERSONA_FUTURE_TIMESTAMP_SKEW_SECONDS",
             300,

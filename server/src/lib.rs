@@ -4,6 +4,6 @@
 #![forbid(unsafe_code)]
 
 pub mod cli;
-pub(crate) mod config;
+pub mod config;
 pub mod mcp;
 pub mod transport;

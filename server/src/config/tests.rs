@@ -74,7 +74,11 @@ fn embedder_modes() {
     let c = parse(&[("EMBEDDING_MODE", "none")]).unwrap();
     assert_eq!(c.embedder, EmbedderConfig::None);
     // The prefixed name wins over the legacy one.
-    let c = parse(&[("EMBEDDING_MODE", "http"), ("CPERSONA_EMBEDDING_MODE", "none")]).unwrap();
+    let c = parse(&[
+        ("EMBEDDING_MODE", "http"),
+        ("CPERSONA_EMBEDDING_MODE", "none"),
+    ])
+    .unwrap();
     assert_eq!(c.embedder, EmbedderConfig::None);
     let c = parse(&[
         ("CPERSONA_EMBEDDING_MODE", "api"),
@@ -103,14 +107,20 @@ fn embedder_modes() {
 #[test]
 fn embedder_errors_name_the_variable() {
     let e = err(&[("CPERSONA_EMBEDDING_MODE", "magic")]);
-    assert!(e.starts_with("CPERSONA_EMBEDDING_MODE=\"magic\" is invalid"), "{e}");
+    assert!(
+        e.starts_with("CPERSONA_EMBEDDING_MODE=\"magic\" is invalid"),
+        "{e}"
+    );
     let e = err(&[("CPERSONA_EMBEDDING_MODE", "http")]);
     assert!(e.starts_with("CPERSONA_EMBEDDING_URL must be set"), "{e}");
     let e = err(&[
         ("CPERSONA_EMBEDDING_MODE", "http"),
         ("EMBEDDING_HTTP_URL", "ftp://x"),
     ]);
-    assert!(e.starts_with("EMBEDDING_HTTP_URL=\"ftp://x\" is invalid"), "{e}");
+    assert!(
+        e.starts_with("EMBEDDING_HTTP_URL=\"ftp://x\" is invalid"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -201,15 +211,27 @@ fn allowed_origin_and_host_lists() {
 #[test]
 fn reconstruct_cross_checks() {
     let e = err(&[("CPERSONA_RECONSTRUCT_DEFAULT_COUNT", "11")]);
-    assert!(e.starts_with("CPERSONA_RECONSTRUCT_DEFAULT_COUNT conflicts with"), "{e}");
+    assert!(
+        e.starts_with("CPERSONA_RECONSTRUCT_DEFAULT_COUNT conflicts with"),
+        "{e}"
+    );
     let e = err(&[("CPERSONA_RECONSTRUCT_FORCED_COUNT", "12")]);
-    assert!(e.starts_with("CPERSONA_RECONSTRUCT_FORCED_COUNT conflicts with"), "{e}");
+    assert!(
+        e.starts_with("CPERSONA_RECONSTRUCT_FORCED_COUNT conflicts with"),
+        "{e}"
+    );
     let e = err(&[("CPERSONA_RECONSTRUCT_MAX_BUDGET", "400")]);
-    assert!(e.starts_with("CPERSONA_RECONSTRUCT_MAX_BUDGET conflicts with"), "{e}");
+    assert!(
+        e.starts_with("CPERSONA_RECONSTRUCT_MAX_BUDGET conflicts with"),
+        "{e}"
+    );
     let e = err(&[("CPERSONA_RECONSTRUCT_DEFAULT_BUDGET", "30000")]);
     assert!(e.contains("above the maximum budget"), "{e}");
     let e = err(&[("CPERSONA_RECONSTRUCT_TAIL_QUOTE_CHARS", "900")]);
-    assert!(e.starts_with("CPERSONA_RECONSTRUCT_TAIL_QUOTE_CHARS"), "{e}");
+    assert!(
+        e.starts_with("CPERSONA_RECONSTRUCT_TAIL_QUOTE_CHARS"),
+        "{e}"
+    );
     // The default count follows a lowered maximum down.
     let c = parse(&[("CPERSONA_RECONSTRUCT_MAX_COUNT", "4")]).unwrap();
     assert_eq!(c.reconstruct.default_count, 4);
@@ -220,5 +242,8 @@ fn reconstruct_cross_checks() {
 #[test]
 fn cosine_ceil_must_be_above_floor() {
     let e = err(&[("CPERSONA_COSINE_FLOOR", "0.8")]);
-    assert!(e.starts_with("CPERSONA_COSINE_CEIL conflicts with CPERSONA_COSINE_FLOOR"), "{e}");
+    assert!(
+        e.starts_with("CPERSONA_COSINE_CEIL conflicts with CPERSONA_COSINE_FLOOR"),
+        "{e}"
+    );
 }

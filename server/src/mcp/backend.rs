@@ -70,7 +70,9 @@ pub trait ToolBackend: Send + Sync + 'static {
 
     /// `reconstruct`; not registered until its issue lands.
     fn reconstruct(&self, _args: wire::ReconstructArgs) -> ToolResult {
-        Err(ToolError::user("reconstruct is not available in this build"))
+        Err(ToolError::user(
+            "reconstruct is not available in this build",
+        ))
     }
     /// `declare_associations`; not registered until its issue lands.
     fn declare_associations(&self, _args: wire::DeclareAssociationsArgs) -> ToolResult {

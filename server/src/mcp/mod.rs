@@ -68,7 +68,12 @@ impl McpServer {
 
     /// The one path of every tool call: check and decode `args` as `T`, run `op` on a
     /// blocking thread, and encode the outcome as one JSON text content.
-    pub(crate) async fn call<T, F>(&self, tool: &'static str, args: JsonObject, op: F) -> CallToolResult
+    pub(crate) async fn call<T, F>(
+        &self,
+        tool: &'static str,
+        args: JsonObject,
+        op: F,
+    ) -> CallToolResult
     where
         T: JsonSchema + DeserializeOwned + CrossCheck + Send + 'static,
         F: FnOnce(&dyn ToolBackend, T) -> ToolResult + Send + 'static,
@@ -90,7 +95,10 @@ impl McpServer {
             }
             Err(join_error) => {
                 tracing::error!(tool, %join_error, "tool panicked");
-                refusal(tool, "internal error: the tool stopped unexpectedly; see the server log")
+                refusal(
+                    tool,
+                    "internal error: the tool stopped unexpectedly; see the server log",
+                )
             }
         }
     }

@@ -31,7 +31,8 @@ where
     let value = Value::Object(args);
     check(&value, &root, &root, "")?;
     check_strings(&value, "")?;
-    let decoded: T = serde_json::from_value(value).map_err(|e| format!("invalid arguments: {e}"))?;
+    let decoded: T =
+        serde_json::from_value(value).map_err(|e| format!("invalid arguments: {e}"))?;
     decoded.cross_check()?;
     Ok(decoded)
 }
@@ -97,7 +98,11 @@ fn check(value: &Value, schema: &Value, root: &Value, path: &str) -> Result<(), 
                     Err(_) => {}
                 }
             }
-            if branches.len() == 2 || branches.iter().any(|b| b.get("type") == Some(&"null".into())) {
+            if branches.len() == 2
+                || branches
+                    .iter()
+                    .any(|b| b.get("type") == Some(&"null".into()))
+            {
                 if let Some(e) = first_error {
                     return Err(e);
                 }
@@ -125,11 +130,20 @@ fn check(value: &Value, schema: &Value, root: &Value, path: &str) -> Result<(), 
             return Err(format!(
                 "{} must be {} {ty}, got {}",
                 name(path),
-                if ty == "integer" || ty == "array" || ty == "object" { "an" } else { "a" },
+                if ty == "integer" || ty == "array" || ty == "object" {
+                    "an"
+                } else {
+                    "a"
+                },
                 type_name(value)
             ));
         }
-        Some(Value::Array(types)) if !types.iter().filter_map(Value::as_str).any(|t| has_type(value, t)) => {
+        Some(Value::Array(types))
+            if !types
+                .iter()
+                .filter_map(Value::as_str)
+                .any(|t| has_type(value, t)) =>
+        {
             let list: Vec<&str> = types.iter().filter_map(Value::as_str).collect();
             return Err(format!(
                 "{} must be {}, got {}",
@@ -184,13 +198,19 @@ fn check_length(len: usize, schema: &Value, path: &str, unit: &str) -> Result<()
         return Err(if min == 1 {
             format!("{} must not be empty", name(path))
         } else {
-            format!("{} has {len} {unit}, fewer than the minimum {min}", name(path))
+            format!(
+                "{} has {len} {unit}, fewer than the minimum {min}",
+                name(path)
+            )
         });
     }
     if let Some(max) = schema.get(max_key).and_then(Value::as_u64)
         && (len as u64) > max
     {
-        return Err(format!("{} has {len} {unit}, more than the maximum {max}", name(path)));
+        return Err(format!(
+            "{} has {len} {unit}, more than the maximum {max}",
+            name(path)
+        ));
     }
     Ok(())
 }
@@ -242,7 +262,10 @@ fn check_strings(value: &Value, path: &str) -> Result<(), String> {
             .try_for_each(|(i, v)| check_strings(v, &format!("{path}[{i}]"))),
         Value::Object(map) => map.iter().try_for_each(|(k, v)| {
             if k.contains('\0') {
-                return Err(format!("an argument name under {} contains a NUL character", name(path)));
+                return Err(format!(
+                    "an argument name under {} contains a NUL character",
+                    name(path)
+                ));
             }
             check_strings(v, &join(path, k))
         }),
@@ -317,7 +340,9 @@ impl CrossCheck for wire::GetContentsArgs {
                 if let Some([start, end]) = r.span
                     && start > end
                 {
-                    return Err(format!("`refs[{i}].span` starts after it ends ({start} > {end})"));
+                    return Err(format!(
+                        "`refs[{i}].span` starts after it ends ({start} > {end})"
+                    ));
                 }
             }
         }

@@ -133,7 +133,10 @@ async fn require_bearer(
     tracing::warn!(path = %request.uri().path(), "rejected a request without a valid bearer token");
     let mut response = (
         StatusCode::UNAUTHORIZED,
-        [(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))],
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        )],
         r#"{"error":"unauthorized"}"#,
     )
         .into_response();
@@ -144,7 +147,11 @@ async fn require_bearer(
 }
 
 /// Bind `addr` and serve until Ctrl-C / SIGTERM.
-pub async fn serve(server: McpServer, security: HttpSecurity, addr: SocketAddr) -> anyhow::Result<()> {
+pub async fn serve(
+    server: McpServer,
+    security: HttpSecurity,
+    addr: SocketAddr,
+) -> anyhow::Result<()> {
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .map_err(|e| anyhow::anyhow!("cannot listen on {addr}: {e}"))?;

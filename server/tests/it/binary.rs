@@ -33,9 +33,19 @@ fn stdio_is_the_default_and_stdout_carries_only_json_rpc() {
     let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "it", "version": "0"}}});
     writeln!(stdin, "{init}").unwrap();
-    writeln!(stdin, "{}", json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).unwrap();
-    writeln!(stdin, "{}", json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
-        "name": "recall", "arguments": {"agent_id": "a", "query": "q", "limit": 500}}})).unwrap();
+    writeln!(
+        stdin,
+        "{}",
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    )
+    .unwrap();
+    writeln!(
+        stdin,
+        "{}",
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": "recall", "arguments": {"agent_id": "a", "query": "q", "limit": 500}}})
+    )
+    .unwrap();
     stdin.flush().unwrap();
     let mut stdout = BufReader::new(child.stdout.take().unwrap());
     let mut replies = Vec::new();
@@ -57,18 +67,32 @@ fn stdio_is_the_default_and_stdout_carries_only_json_rpc() {
     let text = replies[1]["result"]["content"][0]["text"].as_str().unwrap();
     let body: Value = serde_json::from_str(text).unwrap();
     assert_eq!(body["ok"], false);
-    assert!(body["error"].as_str().unwrap().contains("`limit` is 500, above the maximum 100"));
+    assert!(
+        body["error"]
+            .as_str()
+            .unwrap()
+            .contains("`limit` is 500, above the maximum 100")
+    );
 }
 
 #[test]
 fn http_refuses_to_start_without_a_token() {
-    let out = cpersona().args(["serve", "--http", "127.0.0.1:0"]).output().unwrap();
+    let out = cpersona()
+        .args(["serve", "--http", "127.0.0.1:0"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("refusing to serve HTTP without CPERSONA_AUTH_TOKEN"), "{stderr}");
+    assert!(
+        stderr.contains("refusing to serve HTTP without CPERSONA_AUTH_TOKEN"),
+        "{stderr}"
+    );
     assert!(out.stdout.is_empty());
     // Binding to every interface changes nothing.
-    let out = cpersona().args(["serve", "--http", "0.0.0.0:0"]).output().unwrap();
+    let out = cpersona()
+        .args(["serve", "--http", "0.0.0.0:0"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
 
@@ -77,7 +101,10 @@ fn an_invalid_setting_is_a_start_up_error_naming_the_variable() {
     let out = cpersona().env("CPERSONA_RRF_K", "many").output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("CPERSONA_RRF_K=\"many\" is invalid"), "{stderr}");
+    assert!(
+        stderr.contains("CPERSONA_RRF_K=\"many\" is invalid"),
+        "{stderr}"
+    );
 }
 
 #[test]
@@ -94,6 +121,9 @@ fn unwired_subcommands_say_so() {
         let out = cpersona().args(args).output().unwrap();
         assert_eq!(out.status.code(), Some(1), "{args:?}");
         let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(stderr.contains("not available in this build"), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains("not available in this build"),
+            "{args:?}: {stderr}"
+        );
     }
 }

@@ -19,15 +19,15 @@ struct Row {
 
 /// The fake store. `calls` counts backend calls, so tests can prove a refusal never reached it.
 #[derive(Default)]
-pub struct FakeBackend {
+pub(crate) struct FakeBackend {
     rows: Mutex<Vec<Row>>,
     next_id: Mutex<i64>,
-    pub calls: AtomicUsize,
+    pub(crate) calls: AtomicUsize,
 }
 
 impl FakeBackend {
     /// Rows currently stored.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.rows.lock().unwrap().len()
     }
 
@@ -58,14 +58,18 @@ impl FakeBackend {
             return Err(ToolError::user(format!("Memory {id} not found")));
         };
         if !agent.is_empty() && rows[pos].agent_id != agent {
-            return Err(ToolError::user(format!("Memory {id} not owned by agent {agent}")));
+            return Err(ToolError::user(format!(
+                "Memory {id} not owned by agent {agent}"
+            )));
         }
         Ok(f(&mut rows, pos))
     }
 }
 
 fn unsupported(tool: &str) -> ToolResult {
-    Err(ToolError::user(format!("{tool} is not in the fake backend")))
+    Err(ToolError::user(format!(
+        "{tool} is not in the fake backend"
+    )))
 }
 
 impl ToolBackend for FakeBackend {
@@ -85,7 +89,9 @@ impl ToolBackend for FakeBackend {
             .iter()
             .find(|r| r.agent_id == args.agent_id && r.content == content)
         {
-            return Ok(json!({"ok": true, "result": "skipped", "reason": "duplicate content", "id": existing.id}));
+            return Ok(
+                json!({"ok": true, "result": "skipped", "reason": "duplicate content", "id": existing.id}),
+            );
         }
         let id = self.insert(&args.agent_id, &content);
         Ok(json!({"ok": true, "result": "stored", "id": id, "embedded": false}))
@@ -98,7 +104,11 @@ impl ToolBackend for FakeBackend {
         let mut hits: Vec<&Row> = rows
             .iter()
             .filter(|r| r.agent_id == args.agent_id)
-            .filter(|r| query.split_whitespace().any(|w| r.content.to_lowercase().contains(w)))
+            .filter(|r| {
+                query
+                    .split_whitespace()
+                    .any(|w| r.content.to_lowercase().contains(w))
+            })
             .collect();
         hits.truncate(args.limit as usize);
         // Last is best: the first match goes last.
@@ -127,7 +137,10 @@ impl ToolBackend for FakeBackend {
             let row = reference
                 .strip_prefix("mem:")
                 .and_then(|id| id.parse::<i64>().ok())
-                .and_then(|id| rows.iter().find(|r| r.id == id && r.agent_id == args.agent_id));
+                .and_then(|id| {
+                    rows.iter()
+                        .find(|r| r.id == id && r.agent_id == args.agent_id)
+                });
             match row {
                 Some(row) => items.push(json!({"ref": reference, "content": row.content})),
                 None => missing.push(Value::String(reference)),
@@ -237,12 +250,17 @@ impl ToolBackend for FakeBackend {
             .iter()
             .filter(|r| args.agent_id.is_empty() || r.agent_id == args.agent_id)
         {
-            out.push_str(&json!({"_type": "memory", "agent_id": r.agent_id, "content": r.content}).to_string());
+            out.push_str(
+                &json!({"_type": "memory", "agent_id": r.agent_id, "content": r.content})
+                    .to_string(),
+            );
             out.push('\n');
             n += 1;
         }
         std::fs::write(&args.output_path, out).map_err(|e| ToolError::internal(e.to_string()))?;
-        Ok(json!({"ok": true, "path": args.output_path, "memories": n, "episodes": 0, "profiles": 0}))
+        Ok(
+            json!({"ok": true, "path": args.output_path, "memories": n, "episodes": 0, "profiles": 0}),
+        )
     }
 
     fn import_memories(&self, args: wire::ImportArgs) -> ToolResult {
@@ -251,7 +269,8 @@ impl ToolBackend for FakeBackend {
             .map_err(|e| ToolError::user(format!("cannot read {}: {e}", args.input_path)))?;
         let (mut imported, mut skipped) = (0, 0);
         for line in text.lines() {
-            let v: Value = serde_json::from_str(line).map_err(|e| ToolError::user(e.to_string()))?;
+            let v: Value =
+                serde_json::from_str(line).map_err(|e| ToolError::user(e.to_string()))?;
             let agent = if args.target_agent_id.is_empty() {
                 v["agent_id"].as_str().unwrap_or_default().to_owned()
             } else {
@@ -273,7 +292,9 @@ impl ToolBackend for FakeBackend {
                 imported += 1;
             }
         }
-        Ok(json!({"ok": true, "dry_run": args.dry_run, "imported_memories": imported, "skipped_memories": skipped}))
+        Ok(
+            json!({"ok": true, "dry_run": args.dry_run, "imported_memories": imported, "skipped_memories": skipped}),
+        )
     }
 
     fn merge_memories(&self, _args: wire::MergeArgs) -> ToolResult {
@@ -298,7 +319,9 @@ impl ToolBackend for FakeBackend {
 
     fn check_health(&self, _args: wire::CheckHealthArgs) -> ToolResult {
         self.touch();
-        Ok(json!({"status": "healthy", "issues": [], "total_memories": self.rows.lock().unwrap().len()}))
+        Ok(
+            json!({"status": "healthy", "issues": [], "total_memories": self.rows.lock().unwrap().len()}),
+        )
     }
 
     fn get_queue_status(&self, _args: wire::NoArgs) -> ToolResult {

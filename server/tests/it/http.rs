@@ -38,7 +38,11 @@ async fn serve(max_body_bytes: usize) -> Served {
 }
 
 /// POST a JSON-RPC message; returns (status, parsed JSON body or Null, WWW-Authenticate).
-async fn post(url: &str, headers: Vec<(&'static str, String)>, body: String) -> (u16, Value, Option<String>) {
+async fn post(
+    url: &str,
+    headers: Vec<(&'static str, String)>,
+    body: String,
+) -> (u16, Value, Option<String>) {
     let url = url.to_owned();
     tokio::task::spawn_blocking(move || {
         let agent: ureq::Agent = ureq::Agent::config_builder()
@@ -67,7 +71,11 @@ async fn post(url: &str, headers: Vec<(&'static str, String)>, body: String) -> 
             .map(str::trim)
             .unwrap_or(text.trim())
             .to_owned();
-        (status, serde_json::from_str(&json_text).unwrap_or(Value::Null), www)
+        (
+            status,
+            serde_json::from_str(&json_text).unwrap_or(Value::Null),
+            www,
+        )
     })
     .await
     .unwrap()
@@ -103,7 +111,12 @@ async fn initialize_list_and_call_with_the_token() {
     let (status, body, _) = post(&s.url, bearer(TOKEN), initialize()).await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["result"]["serverInfo"]["name"], "cpersona");
-    assert!(body["result"]["instructions"].as_str().unwrap().contains("archive_episode"));
+    assert!(
+        body["result"]["instructions"]
+            .as_str()
+            .unwrap()
+            .contains("archive_episode")
+    );
 
     let (status, body, _) = post(&s.url, bearer(TOKEN), rpc(2, "tools/list", json!({}))).await;
     assert_eq!(status, 200, "{body}");
@@ -134,8 +147,14 @@ async fn missing_wrong_and_same_length_tokens_get_401_and_write_nothing() {
         ("same length, last byte differs", bearer(&last_byte)),
         ("prefix", bearer(&TOKEN[..TOKEN.len() - 1])),
         ("longer", bearer(&format!("{TOKEN}x"))),
-        ("basic scheme", vec![("Authorization", format!("Basic {TOKEN}"))]),
-        ("lowercase scheme", vec![("Authorization", format!("bearer{TOKEN}"))]),
+        (
+            "basic scheme",
+            vec![("Authorization", format!("Basic {TOKEN}"))],
+        ),
+        (
+            "lowercase scheme",
+            vec![("Authorization", format!("bearer{TOKEN}"))],
+        ),
     ];
     for (what, headers) in attempts {
         for body in [initialize(), store_call()] {
@@ -160,7 +179,11 @@ async fn foreign_browser_origins_are_refused_local_ones_pass() {
     let (status, _, _) = post(&s.url, with_origin("https://evil.example"), store_call()).await;
     assert_eq!(status, 403);
     assert_eq!(s.backend.len(), 0);
-    for origin in ["http://localhost:5173", "http://127.0.0.1:8080", "https://app.example.com"] {
+    for origin in [
+        "http://localhost:5173",
+        "http://127.0.0.1:8080",
+        "https://app.example.com",
+    ] {
         let (status, body, _) = post(&s.url, with_origin(origin), initialize()).await;
         assert_eq!(status, 200, "{origin}: {body}");
     }
@@ -181,16 +204,24 @@ async fn oversize_bodies_are_refused() {
 
 #[test]
 fn http_refuses_to_start_without_a_token_unless_told() {
-    assert!(matches!(http::resolve_auth(None, false), Err(HttpStartError::NoToken)));
+    assert!(matches!(
+        http::resolve_auth(None, false),
+        Err(HttpStartError::NoToken)
+    ));
     assert!(matches!(http::resolve_auth(None, true), Ok(None)));
     assert!(matches!(
         http::resolve_auth(Some("short".into()), false),
         Err(HttpStartError::ShortToken { len: 5 })
     ));
     assert_eq!(
-        http::resolve_auth(Some(TOKEN.into()), false).unwrap().as_deref(),
+        http::resolve_auth(Some(TOKEN.into()), false)
+            .unwrap()
+            .as_deref(),
         Some(TOKEN)
     );
     let message = HttpStartError::NoToken.to_string();
-    assert!(message.contains("CPERSONA_AUTH_TOKEN") && message.contains("CPERSONA_ALLOW_UNAUTHENTICATED_HTTP"));
+    assert!(
+        message.contains("CPERSONA_AUTH_TOKEN")
+            && message.contains("CPERSONA_ALLOW_UNAUTHENTICATED_HTTP")
+    );
 }

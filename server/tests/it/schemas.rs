@@ -39,7 +39,12 @@ fn cpersona_argument_names_are_kept() {
     let tools = surface(McpServer::all_tools());
     let props = |tool: &str| -> Vec<String> {
         let t = tools.iter().find(|t| t["name"] == tool).unwrap();
-        t["inputSchema"]["properties"].as_object().unwrap().keys().cloned().collect()
+        t["inputSchema"]["properties"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .cloned()
+            .collect()
     };
     let has = |tool: &str, names: &[&str]| {
         let p = props(tool);
@@ -47,18 +52,85 @@ fn cpersona_argument_names_are_kept() {
             assert!(p.iter().any(|x| x == n), "{tool} lacks `{n}`: {p:?}");
         }
     };
-    has("store", &["agent_id", "content", "id", "source", "timestamp", "metadata", "lock", "message", "channel", "project_id", "session_key", "associations"]);
-    has("recall", &["agent_id", "query", "limit", "deep", "channel", "exclude_contents", "project_id", "source_id", "full_content", "session_key", "trace", "time_cue"]);
+    has(
+        "store",
+        &[
+            "agent_id",
+            "content",
+            "id",
+            "source",
+            "timestamp",
+            "metadata",
+            "lock",
+            "message",
+            "channel",
+            "project_id",
+            "session_key",
+            "associations",
+        ],
+    );
+    has(
+        "recall",
+        &[
+            "agent_id",
+            "query",
+            "limit",
+            "deep",
+            "channel",
+            "exclude_contents",
+            "project_id",
+            "source_id",
+            "full_content",
+            "session_key",
+            "trace",
+            "time_cue",
+        ],
+    );
     has("recall_with_context", &["external_context"]);
     has("get_contents", &["agent_id", "refs"]);
-    has("archive_episode", &["agent_id", "summary", "history", "keywords", "resolved", "project_id", "channel"]);
+    has(
+        "archive_episode",
+        &[
+            "agent_id",
+            "summary",
+            "history",
+            "keywords",
+            "resolved",
+            "project_id",
+            "channel",
+        ],
+    );
     has("update_memory", &["memory_id", "content", "agent_id"]);
     has("delete_episode", &["episode_id", "agent_id"]);
     has("update_profile", &["agent_id", "profile"]);
-    has("export_memories", &["agent_id", "output_path", "include_embeddings"]);
-    has("import_memories", &["input_path", "target_agent_id", "dry_run"]);
-    has("merge_memories", &["source_agent_id", "target_agent_id", "strategy", "mode", "dry_run"]);
-    has("calibrate_threshold", &["agent_id", "sample_size", "z_factor", "method", "percentile"]);
+    has(
+        "export_memories",
+        &["agent_id", "output_path", "include_embeddings"],
+    );
+    has(
+        "import_memories",
+        &["input_path", "target_agent_id", "dry_run"],
+    );
+    has(
+        "merge_memories",
+        &[
+            "source_agent_id",
+            "target_agent_id",
+            "strategy",
+            "mode",
+            "dry_run",
+        ],
+    );
+    has(
+        "calibrate_threshold",
+        &[
+            "agent_id",
+            "sample_size",
+            "z_factor",
+            "method",
+            "percentile",
+        ],
+    );
     has("set_recall_precision", &["agent_id", "precision", "beta"]);
     has("check_health", &["agent_id", "fix", "checks"]);
     has("pause_persistence", &["ttl_seconds", "session_key"]);

@@ -27,13 +27,19 @@ fn members() -> Vec<String> {
         .lines()
         .find(|l| l.trim_start().starts_with("members"))
         .expect("a members list");
-    line.split('"').skip(1).step_by(2).map(str::to_owned).collect()
+    line.split('"')
+        .skip(1)
+        .step_by(2)
+        .map(str::to_owned)
+        .collect()
 }
 
 /// Every `.rs` file of the workspace, outside `target/` and hidden folders.
 fn rust_files() -> Vec<PathBuf> {
     fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
-        let Ok(entries) = std::fs::read_dir(dir) else { return };
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
         for entry in entries.flatten() {
             let path = entry.path();
             let name = entry.file_name().to_string_lossy().into_owned();
@@ -54,7 +60,10 @@ fn rust_files() -> Vec<PathBuf> {
 }
 
 fn rel(path: &Path) -> String {
-    path.strip_prefix(root()).unwrap_or(path).to_string_lossy().replace('\\', "/")
+    path.strip_prefix(root())
+        .unwrap_or(path)
+        .to_string_lossy()
+        .replace('\\', "/")
 }
 
 fn is_this_file(path: &Path) -> bool {
@@ -89,7 +98,9 @@ fn every_member_has_an_architecture_heading() {
     for member in members() {
         let package = format!("cpersona-{member}");
         assert!(
-            headings.iter().any(|h| h.contains(&member) || h.contains(&package)),
+            headings
+                .iter()
+                .any(|h| h.contains(&member) || h.contains(&package)),
             "ARCHITECTURE.md has no `### {member}` heading"
         );
     }
@@ -111,10 +122,16 @@ fn folder_names_are_package_names() {
 #[test]
 fn dependencies_point_one_way_and_stay_narrow() {
     for dep in dependencies("index") {
-        assert!(INDEX_DEPENDENCIES.contains(&dep.as_str()), "index depends on {dep}");
+        assert!(
+            INDEX_DEPENDENCIES.contains(&dep.as_str()),
+            "index depends on {dep}"
+        );
     }
     for dep in dependencies("engine") {
-        assert!(!ENGINE_FORBIDDEN.contains(&dep.as_str()), "engine depends on {dep}");
+        assert!(
+            !ENGINE_FORBIDDEN.contains(&dep.as_str()),
+            "engine depends on {dep}"
+        );
         assert_ne!(dep, "cpersona-server", "engine depends on the server");
     }
     for member in ["index", "engine", "server"] {
@@ -129,7 +146,13 @@ fn dependencies_point_one_way_and_stay_narrow() {
 
 #[test]
 fn unsafe_only_in_the_fenced_index_modules() {
-    let patterns = ["unsafe {", "unsafe fn", "unsafe impl", "unsafe extern", "unsafe trait"];
+    let patterns = [
+        "unsafe {",
+        "unsafe fn",
+        "unsafe impl",
+        "unsafe extern",
+        "unsafe trait",
+    ];
     let mut offenders = Vec::new();
     for path in rust_files() {
         let name = rel(&path);
@@ -144,7 +167,10 @@ fn unsafe_only_in_the_fenced_index_modules() {
             offenders.push(name);
         }
     }
-    assert!(offenders.is_empty(), "unsafe outside index/src/kernels and index/src/mmap.rs: {offenders:?}");
+    assert!(
+        offenders.is_empty(),
+        "unsafe outside index/src/kernels and index/src/mmap.rs: {offenders:?}"
+    );
 }
 
 #[test]
@@ -161,7 +187,10 @@ fn only_the_server_reads_the_environment() {
             offenders.push(name);
         }
     }
-    assert!(offenders.is_empty(), "environment read below the server: {offenders:?}");
+    assert!(
+        offenders.is_empty(),
+        "environment read below the server: {offenders:?}"
+    );
 }
 
 #[test]
@@ -174,7 +203,10 @@ fn every_file_opens_with_a_module_doc() {
         })
         .map(|p| rel(&p))
         .collect();
-    assert!(missing.is_empty(), "files without a leading `//!` doc: {missing:?}");
+    assert!(
+        missing.is_empty(),
+        "files without a leading `//!` doc: {missing:?}"
+    );
 }
 
 /// Lines of non-test code: everything before an inline `#[cfg(test)]` block; test files
@@ -203,7 +235,10 @@ fn long_files_are_listed_with_a_reason() {
             long.push(format!("{} ({n} lines)", rel(&path)));
         }
     }
-    assert!(long.is_empty(), "files over 600 lines of non-test code: {long:?}");
+    assert!(
+        long.is_empty(),
+        "files over 600 lines of non-test code: {long:?}"
+    );
 }
 
 #[test]
@@ -218,19 +253,27 @@ fn no_ignored_or_should_panic_tests() {
             offenders.push(rel(&path));
         }
     }
-    assert!(offenders.is_empty(), "#[ignore] or #[should_panic] in {offenders:?}");
+    assert!(
+        offenders.is_empty(),
+        "#[ignore] or #[should_panic] in {offenders:?}"
+    );
 }
 
 #[test]
 fn one_integration_binary_per_crate() {
     for member in members() {
         let tests = root().join(&member).join("tests");
-        let Ok(entries) = std::fs::read_dir(&tests) else { continue };
+        let Ok(entries) = std::fs::read_dir(&tests) else {
+            continue;
+        };
         let extra: Vec<String> = entries
             .flatten()
             .map(|e| e.file_name().to_string_lossy().into_owned())
             .filter(|n| n.ends_with(".rs"))
             .collect();
-        assert!(extra.is_empty(), "{member}/tests has top-level test files {extra:?}; use tests/it/");
+        assert!(
+            extra.is_empty(),
+            "{member}/tests has top-level test files {extra:?}; use tests/it/"
+        );
     }
 }

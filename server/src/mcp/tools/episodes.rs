@@ -25,7 +25,8 @@ impl McpServer {
         annotations(read_only_hint = false, destructive_hint = false, idempotent_hint = false, open_world_hint = false)
     )]
     async fn archive_episode(&self, args: JsonObject) -> CallToolResult {
-        self.call("archive_episode", args, |b, a| b.archive_episode(a)).await
+        self.call("archive_episode", args, |b, a| b.archive_episode(a))
+            .await
     }
 
     #[tool(
@@ -35,7 +36,8 @@ impl McpServer {
         annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
     )]
     async fn list_episodes(&self, args: JsonObject) -> CallToolResult {
-        self.call("list_episodes", args, |b, a| b.list_episodes(a)).await
+        self.call("list_episodes", args, |b, a| b.list_episodes(a))
+            .await
     }
 
     #[tool(
@@ -45,6 +47,7 @@ impl McpServer {
         annotations(read_only_hint = false, destructive_hint = true, idempotent_hint = true, open_world_hint = false)
     )]
     async fn delete_episode(&self, args: JsonObject) -> CallToolResult {
-        self.call("delete_episode", args, |b, a| b.delete_episode(a)).await
+        self.call("delete_episode", args, |b, a| b.delete_episode(a))
+            .await
     }
 }

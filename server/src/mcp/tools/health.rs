@@ -21,7 +21,8 @@ impl McpServer {
         annotations(read_only_hint = false, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
     )]
     async fn check_health(&self, args: JsonObject) -> CallToolResult {
-        self.call("check_health", args, |b, a| b.check_health(a)).await
+        self.call("check_health", args, |b, a| b.check_health(a))
+            .await
     }
 
     #[tool(
@@ -31,6 +32,7 @@ impl McpServer {
         annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
     )]
     async fn get_queue_status(&self, args: JsonObject) -> CallToolResult {
-        self.call("get_queue_status", args, |b, a| b.get_queue_status(a)).await
+        self.call("get_queue_status", args, |b, a| b.get_queue_status(a))
+            .await
     }
 }

@@ -49,7 +49,8 @@ impl McpServer {
         annotations(read_only_hint = false, destructive_hint = true, idempotent_hint = true, open_world_hint = false)
     )]
     async fn update_memory(&self, args: JsonObject) -> CallToolResult {
-        self.call("update_memory", args, |b, a| b.update_memory(a)).await
+        self.call("update_memory", args, |b, a| b.update_memory(a))
+            .await
     }
 
     #[tool(
@@ -59,7 +60,8 @@ impl McpServer {
         annotations(read_only_hint = false, destructive_hint = true, idempotent_hint = true, open_world_hint = false)
     )]
     async fn delete_memory(&self, args: JsonObject) -> CallToolResult {
-        self.call("delete_memory", args, |b, a| b.delete_memory(a)).await
+        self.call("delete_memory", args, |b, a| b.delete_memory(a))
+            .await
     }
 
     #[tool(
@@ -69,7 +71,8 @@ impl McpServer {
         annotations(read_only_hint = false, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
     )]
     async fn lock_memory(&self, args: JsonObject) -> CallToolResult {
-        self.call("lock_memory", args, |b, a| b.lock_memory(a)).await
+        self.call("lock_memory", args, |b, a| b.lock_memory(a))
+            .await
     }
 
     #[tool(
@@ -79,7 +82,8 @@ impl McpServer {
         annotations(read_only_hint = false, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
     )]
     async fn unlock_memory(&self, args: JsonObject) -> CallToolResult {
-        self.call("unlock_memory", args, |b, a| b.unlock_memory(a)).await
+        self.call("unlock_memory", args, |b, a| b.unlock_memory(a))
+            .await
     }
 
     #[tool(
@@ -89,7 +93,8 @@ impl McpServer {
         annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
     )]
     async fn list_memories(&self, args: JsonObject) -> CallToolResult {
-        self.call("list_memories", args, |b, a| b.list_memories(a)).await
+        self.call("list_memories", args, |b, a| b.list_memories(a))
+            .await
     }
 
     #[tool(
@@ -99,6 +104,7 @@ impl McpServer {
         annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
     )]
     async fn get_contents(&self, args: JsonObject) -> CallToolResult {
-        self.call("get_contents", args, |b, a| b.get_contents(a)).await
+        self.call("get_contents", args, |b, a| b.get_contents(a))
+            .await
     }
 }

@@ -30,7 +30,8 @@ impl McpServer {
         annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
     )]
     async fn reconstruct(&self, args: JsonObject) -> CallToolResult {
-        self.call("reconstruct", args, |b, a| b.reconstruct(a)).await
+        self.call("reconstruct", args, |b, a| b.reconstruct(a))
+            .await
     }
 
     #[tool(
@@ -40,7 +41,10 @@ impl McpServer {
         annotations(read_only_hint = false, destructive_hint = true, idempotent_hint = false, open_world_hint = false)
     )]
     async fn declare_associations(&self, args: JsonObject) -> CallToolResult {
-        self.call("declare_associations", args, |b, a| b.declare_associations(a)).await
+        self.call("declare_associations", args, |b, a| {
+            b.declare_associations(a)
+        })
+        .await
     }
 
     #[tool(

@@ -23,7 +23,8 @@ impl McpServer {
         annotations(read_only_hint = false, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
     )]
     async fn pause_persistence(&self, args: JsonObject) -> CallToolResult {
-        self.call("pause_persistence", args, |b, a| b.pause_persistence(a)).await
+        self.call("pause_persistence", args, |b, a| b.pause_persistence(a))
+            .await
     }
 
     #[tool(
@@ -33,7 +34,8 @@ impl McpServer {
         annotations(read_only_hint = false, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
     )]
     async fn resume_persistence(&self, args: JsonObject) -> CallToolResult {
-        self.call("resume_persistence", args, |b, a| b.resume_persistence(a)).await
+        self.call("resume_persistence", args, |b, a| b.resume_persistence(a))
+            .await
     }
 
     #[tool(
@@ -43,6 +45,7 @@ impl McpServer {
         annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
     )]
     async fn persistence_status(&self, args: JsonObject) -> CallToolResult {
-        self.call("persistence_status", args, |b, a| b.persistence_status(a)).await
+        self.call("persistence_status", args, |b, a| b.persistence_status(a))
+            .await
     }
 }

@@ -29,7 +29,8 @@ impl McpServer {
         annotations(read_only_hint = false, destructive_hint = true, idempotent_hint = true, open_world_hint = false)
     )]
     async fn export_memories(&self, args: JsonObject) -> CallToolResult {
-        self.call("export_memories", args, |b, a| b.export_memories(a)).await
+        self.call("export_memories", args, |b, a| b.export_memories(a))
+            .await
     }
 
     #[tool(
@@ -39,7 +40,8 @@ impl McpServer {
         annotations(read_only_hint = false, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
     )]
     async fn import_memories(&self, args: JsonObject) -> CallToolResult {
-        self.call("import_memories", args, |b, a| b.import_memories(a)).await
+        self.call("import_memories", args, |b, a| b.import_memories(a))
+            .await
     }
 
     #[tool(
@@ -49,7 +51,8 @@ impl McpServer {
         annotations(read_only_hint = false, destructive_hint = true, idempotent_hint = true, open_world_hint = false)
     )]
     async fn merge_memories(&self, args: JsonObject) -> CallToolResult {
-        self.call("merge_memories", args, |b, a| b.merge_memories(a)).await
+        self.call("merge_memories", args, |b, a| b.merge_memories(a))
+            .await
     }
 
     #[tool(
@@ -59,6 +62,7 @@ impl McpServer {
         annotations(read_only_hint = false, destructive_hint = true, idempotent_hint = true, open_world_hint = false)
     )]
     async fn delete_agent_data(&self, args: JsonObject) -> CallToolResult {
-        self.call("delete_agent_data", args, |b, a| b.delete_agent_data(a)).await
+        self.call("delete_agent_data", args, |b, a| b.delete_agent_data(a))
+            .await
     }
 }

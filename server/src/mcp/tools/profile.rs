@@ -20,7 +20,8 @@ impl McpServer {
         annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
     )]
     async fn get_profile(&self, args: JsonObject) -> CallToolResult {
-        self.call("get_profile", args, |b, a| b.get_profile(a)).await
+        self.call("get_profile", args, |b, a| b.get_profile(a))
+            .await
     }
 
     #[tool(
@@ -30,6 +31,7 @@ impl McpServer {
         annotations(read_only_hint = false, destructive_hint = true, idempotent_hint = true, open_world_hint = false)
     )]
     async fn update_profile(&self, args: JsonObject) -> CallToolResult {
-        self.call("update_profile", args, |b, a| b.update_profile(a)).await
+        self.call("update_profile", args, |b, a| b.update_profile(a))
+            .await
     }
 }

@@ -26,7 +26,8 @@ impl McpServer {
         annotations(read_only_hint = false, destructive_hint = false, idempotent_hint = false, open_world_hint = false)
     )]
     async fn calibrate_threshold(&self, args: JsonObject) -> CallToolResult {
-        self.call("calibrate_threshold", args, |b, a| b.calibrate_threshold(a)).await
+        self.call("calibrate_threshold", args, |b, a| b.calibrate_threshold(a))
+            .await
     }
 
     #[tool(
@@ -36,7 +37,10 @@ impl McpServer {
         annotations(read_only_hint = false, destructive_hint = false, idempotent_hint = false, open_world_hint = false)
     )]
     async fn set_recall_precision(&self, args: JsonObject) -> CallToolResult {
-        self.call("set_recall_precision", args, |b, a| b.set_recall_precision(a)).await
+        self.call("set_recall_precision", args, |b, a| {
+            b.set_recall_precision(a)
+        })
+        .await
     }
 
     #[tool(
@@ -46,6 +50,9 @@ impl McpServer {
         annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
     )]
     async fn get_recall_precision(&self, args: JsonObject) -> CallToolResult {
-        self.call("get_recall_precision", args, |b, a| b.get_recall_precision(a)).await
+        self.call("get_recall_precision", args, |b, a| {
+            b.get_recall_precision(a)
+        })
+        .await
     }
 }

@@ -38,6 +38,7 @@ impl McpServer {
         annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
     )]
     async fn recall_with_context(&self, args: JsonObject) -> CallToolResult {
-        self.call("recall_with_context", args, |b, a| b.recall_with_context(a)).await
+        self.call("recall_with_context", args, |b, a| b.recall_with_context(a))
+            .await
     }
 }
