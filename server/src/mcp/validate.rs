@@ -98,14 +98,15 @@ fn check(value: &Value, schema: &Value, root: &Value, path: &str) -> Result<(), 
                     Err(_) => {}
                 }
             }
-            if branches.len() == 2
-                || branches
-                    .iter()
-                    .any(|b| b.get("type") == Some(&"null".into()))
+            // With two forms (or one real form and `null`) the first real form's reason is
+            // the actionable one; with more, no single reason is.
+            let has_null = branches
+                .iter()
+                .any(|b| b.get("type") == Some(&"null".into()));
+            if let Some(e) = first_error
+                && (branches.len() == 2 || has_null)
             {
-                if let Some(e) = first_error {
-                    return Err(e);
-                }
+                return Err(e);
             }
             return Err(format!("{} does not match any accepted form", name(path)));
         }

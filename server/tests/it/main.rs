@@ -2,6 +2,10 @@
 //! binary as a child process, the real-client Python test, schema snapshots, workspace
 //! tidiness.
 
+// `allow-unwrap-in-tests` covers `#[test]` functions only; the helpers here (fake backend,
+// clients) are test code too, and a panic is the failure report they should give.
+#![allow(clippy::unwrap_used)]
+
 mod binary;
 mod fake;
 mod http;

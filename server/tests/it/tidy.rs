@@ -217,11 +217,10 @@ fn non_test_lines(path: &Path, text: &str) -> usize {
         return 0;
     }
     let lines: Vec<&str> = text.lines().collect();
-    let cut = lines
+    lines
         .windows(2)
         .position(|w| w[0].trim() == "#[cfg(test)]" && w[1].trim_start().starts_with("mod tests {"))
-        .unwrap_or(lines.len());
-    cut
+        .unwrap_or(lines.len())
 }
 
 #[test]
