@@ -186,7 +186,9 @@ pub enum AgoUnit {
 #[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AgoAmount {
+    /// Days, weeks or months.
     pub unit: AgoUnit,
+    /// How many units ago.
     #[schemars(range(max = 100_000))]
     pub value: u32,
 }
@@ -283,12 +285,15 @@ pub struct ContextEntry {
     /// What was said.
     #[schemars(length(max = 1_000_000))]
     pub content: String,
+    /// Display name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 256))]
     pub name: Option<String>,
+    /// The speaker's user id.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 256))]
     pub user_id: Option<String>,
+    /// ISO-8601 time with offset.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 64))]
     pub timestamp: Option<String>,
@@ -298,26 +303,35 @@ pub struct ContextEntry {
 #[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RecallWithContextArgs {
+    /// The agent whose memory this is; agents never share rows.
     #[schemars(length(min = 1, max = 256))]
     pub agent_id: String,
+    /// What to look for; blank lists the most recent rows.
     #[schemars(length(max = 16_000))]
     pub query: String,
+    /// How many rows to return; the last row is the best.
     #[serde(default = "default_recall_limit")]
     #[schemars(range(max = 100))]
     pub limit: u32,
+    /// Search deeper (slower).
     #[serde(default)]
     pub deep: bool,
+    /// Conversation channel: reads that channel plus channel-less rows.
     #[serde(default)]
     #[schemars(length(max = 256))]
     pub channel: String,
+    /// Project bucket: reads that project plus the global pool ("" = the global pool).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 256))]
     pub project_id: Option<String>,
+    /// Prefix filter on `source.id` (memories only).
     #[serde(default)]
     #[schemars(length(max = 256))]
     pub source_id: String,
+    /// Whole rows instead of 500-character previews.
     #[serde(default)]
     pub full_content: bool,
+    /// Opaque per-session partition hint (not auth, not a filter).
     #[serde(default)]
     #[schemars(length(max = 256))]
     pub session_key: String,
@@ -370,6 +384,7 @@ pub enum RefArg {
 #[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct GetContentsArgs {
+    /// The agent whose memory this is; agents never share rows.
     #[schemars(length(min = 1, max = 256))]
     pub agent_id: String,
     /// Refs from recall (`mem:<id>` / `ep:<id>`), at most 20.
@@ -381,6 +396,7 @@ pub struct GetContentsArgs {
 #[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ArchiveEpisodeArgs {
+    /// The agent whose memory this is; agents never share rows.
     #[schemars(length(min = 1, max = 256))]
     pub agent_id: String,
     /// What happened in the session, written by the caller.
@@ -397,12 +413,15 @@ pub struct ArchiveEpisodeArgs {
     /// The session's matter is settled (decays faster).
     #[serde(default)]
     pub resolved: bool,
+    /// Project bucket: reads that project plus the global pool ("" = the global pool).
     #[serde(default)]
     #[schemars(length(max = 256))]
     pub project_id: String,
+    /// Conversation channel: reads that channel plus channel-less rows.
     #[serde(default)]
     #[schemars(length(max = 256))]
     pub channel: String,
+    /// Opaque per-session partition hint (not auth, not a filter).
     #[serde(default)]
     #[schemars(length(max = 256))]
     pub session_key: String,
@@ -422,6 +441,7 @@ pub struct UpdateMemoryArgs {
     #[serde(default)]
     #[schemars(length(max = 256))]
     pub agent_id: String,
+    /// Opaque per-session partition hint (not auth, not a filter).
     #[serde(default)]
     #[schemars(length(max = 256))]
     pub session_key: String,
@@ -438,6 +458,7 @@ pub struct MemoryIdArgs {
     #[serde(default)]
     #[schemars(length(max = 256))]
     pub agent_id: String,
+    /// Opaque per-session partition hint (not auth, not a filter).
     #[serde(default)]
     #[schemars(length(max = 256))]
     pub session_key: String,
@@ -450,9 +471,11 @@ pub struct EpisodeIdArgs {
     /// The episode's id (the number in `ep:<id>`).
     #[schemars(range(min = 1))]
     pub episode_id: i64,
+    /// The agent whose memory this is; agents never share rows.
     #[serde(default)]
     #[schemars(length(max = 256))]
     pub agent_id: String,
+    /// Opaque per-session partition hint (not auth, not a filter).
     #[serde(default)]
     #[schemars(length(max = 256))]
     pub session_key: String,
@@ -462,6 +485,7 @@ pub struct EpisodeIdArgs {
 #[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AgentArgs {
+    /// The agent whose memory this is; agents never share rows.
     #[schemars(length(min = 1, max = 256))]
     pub agent_id: String,
 }
@@ -473,6 +497,7 @@ pub struct DeleteAgentDataArgs {
     /// The agent to erase (required, non-empty).
     #[schemars(length(min = 1, max = 256))]
     pub agent_id: String,
+    /// Opaque per-session partition hint (not auth, not a filter).
     #[serde(default)]
     #[schemars(length(max = 256))]
     pub session_key: String,
@@ -482,11 +507,13 @@ pub struct DeleteAgentDataArgs {
 #[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UpdateProfileArgs {
+    /// The agent whose memory this is; agents never share rows.
     #[schemars(length(min = 1, max = 256))]
     pub agent_id: String,
     /// The whole profile text (cut to `CPERSONA_MAX_PROFILE_LENGTH`, 2,000 by default).
     #[schemars(length(max = 1_000_000))]
     pub profile: String,
+    /// Opaque per-session partition hint (not auth, not a filter).
     #[serde(default)]
     #[schemars(length(max = 256))]
     pub session_key: String,
@@ -504,6 +531,7 @@ pub struct ListMemoriesArgs {
     #[serde(default = "default_list_memories_limit")]
     #[schemars(range(max = 500))]
     pub limit: u32,
+    /// Project bucket: reads that project plus the global pool ("" = the global pool).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 256))]
     pub project_id: Option<String>,
@@ -513,6 +541,7 @@ pub struct ListMemoriesArgs {
 #[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ListEpisodesArgs {
+    /// The agent whose memory this is; agents never share rows.
     #[serde(default)]
     #[schemars(length(max = 256))]
     pub agent_id: String,
@@ -520,6 +549,7 @@ pub struct ListEpisodesArgs {
     #[serde(default = "default_list_episodes_limit")]
     #[schemars(range(max = 200))]
     pub limit: u32,
+    /// Project bucket: reads that project plus the global pool ("" = the global pool).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 256))]
     pub project_id: Option<String>,

@@ -75,10 +75,13 @@ pub struct MergeArgs {
     /// Must differ from the source.
     #[schemars(length(min = 1, max = 256))]
     pub target_agent_id: String,
+    /// What to do with a duplicate (only `skip`).
     #[serde(default)]
     pub strategy: MergeStrategy,
+    /// `copy` keeps the source rows; `move` deletes those merged.
     #[serde(default)]
     pub mode: MergeMode,
+    /// Count what would change, write nothing.
     #[serde(default)]
     pub dry_run: bool,
 }
@@ -106,6 +109,7 @@ pub struct CalibrateArgs {
     #[serde(default = "default_z_factor")]
     #[schemars(range(min = -10.0, max = 10.0))]
     pub z_factor: f64,
+    /// How the threshold is picked.
     #[serde(default)]
     pub method: CalibrationMethod,
     /// A fraction (0.95) or a percent (95).
@@ -130,8 +134,10 @@ pub enum PrecisionArg {
 #[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SetPrecisionArgs {
+    /// The agent whose memory this is; agents never share rows.
     #[schemars(length(min = 1, max = 256))]
     pub agent_id: String,
+    /// `strict`, `balanced`, `lenient`, or "" to clear.
     #[serde(default)]
     pub precision: PrecisionArg,
     /// A raw β (> 0 overrides the preset).
@@ -170,6 +176,7 @@ pub struct PauseArgs {
     #[serde(default = "default_ttl")]
     #[schemars(range(min = 1, max = 86_400))]
     pub ttl_seconds: u32,
+    /// Opaque per-session partition hint (not auth, not a filter).
     #[serde(default)]
     #[schemars(length(max = 256))]
     pub session_key: String,
@@ -179,6 +186,7 @@ pub struct PauseArgs {
 #[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SessionArgs {
+    /// Opaque per-session partition hint (not auth, not a filter).
     #[serde(default)]
     #[schemars(length(max = 256))]
     pub session_key: String,
