@@ -127,3 +127,50 @@ fn unwired_subcommands_say_so() {
         );
     }
 }
+
+/// A lone UTF-16 surrogate cannot become a Rust string: rmcp's stdio codec drops the line
+/// before any tool runs (so nothing can be written), and the server keeps serving. The
+/// dropped request gets no reply; see the report of issue 5.
+#[test]
+fn a_lone_surrogate_is_dropped_and_the_server_keeps_serving() {
+    let mut child = cpersona()
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "it", "version": "0"}}});
+    writeln!(stdin, "{init}").unwrap();
+    writeln!(
+        stdin,
+        "{}",
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    )
+    .unwrap();
+    // serde_json cannot write a lone surrogate, so this line is spelled by hand.
+    writeln!(
+        stdin,
+        r#"{{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{{"name":"store","arguments":{{"agent_id":"a","content":"bad \ud800 half"}}}}}}"#
+    )
+    .unwrap();
+    writeln!(
+        stdin,
+        "{}",
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list", "params": {}})
+    )
+    .unwrap();
+    stdin.flush().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut ids = Vec::new();
+    for _ in 0..2 {
+        let mut line = String::new();
+        stdout.read_line(&mut line).unwrap();
+        let reply: Value = serde_json::from_str(&line).unwrap();
+        ids.push(reply["id"].clone());
+    }
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+    assert_eq!(ids, vec![json!(1), json!(3)]);
+}
