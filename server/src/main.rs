@@ -1,7 +1,7 @@
 //! The `cpersona` binary: an MCP memory server over stdio or streamable HTTP, and the
-//! operator's CLI. The only crate that knows MCP, HTTP, tokio and the environment.
+//! operator's CLI. A thin entry point; everything lives in the library.
 #![forbid(unsafe_code)]
 
-fn main() -> anyhow::Result<()> {
-    Ok(())
+fn main() -> std::process::ExitCode {
+    cpersona_server::cli::main()
 }

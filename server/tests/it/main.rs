@@ -1,1 +1,15 @@
-//! The server's one integration binary: real clients, schema snapshots, workspace tidiness.
+//! The server's one integration binary: the MCP layer in-process and over real HTTP, the real
+//! binary as a child process, the real-client Python test, schema snapshots, workspace
+//! tidiness.
+
+// `allow-unwrap-in-tests` covers `#[test]` functions only; the helpers here (fake backend,
+// clients) are test code too, and a panic is the failure report they should give.
+#![allow(clippy::unwrap_used)]
+
+mod binary;
+mod fake;
+mod http;
+mod mcp;
+mod py;
+mod schemas;
+mod tidy;

@@ -1,0 +1,194 @@
+//! The command line: `serve` (the default), `index`, `import`, `export`, `check`, `model`,
+//! `embed-serve`. Parses flags, reads configuration once, sets up logging to stderr, and
+//! hands off; it never prints to stdout while serving stdio.
+
+mod serve;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+use crate::config::{Config, Env};
+
+/// cpersona: long-term memory for AI agents, served over MCP.
+#[derive(Debug, Parser)]
+#[command(name = "cpersona", version, about)]
+pub struct Cli {
+    /// The SQLite database (overrides CPERSONA_DB_PATH).
+    #[arg(long, global = true, value_name = "PATH")]
+    pub db: Option<PathBuf>,
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+/// What to do; with none, `serve` over stdio.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Serve MCP over stdio (the default), or over streamable HTTP with --http.
+    Serve {
+        /// Serve streamable HTTP on this address (MCP endpoint `/mcp`), e.g. 127.0.0.1:8787.
+        /// Needs CPERSONA_AUTH_TOKEN.
+        #[arg(long, value_name = "ADDR")]
+        http: Option<SocketAddr>,
+    },
+    /// Inspect or rebuild the vector index generations (derived from the database).
+    Index {
+        #[command(subcommand)]
+        action: IndexAction,
+    },
+    /// Import a JSONL file written by `export` (or CPersona's export_memories).
+    Import {
+        /// The JSONL file.
+        file: PathBuf,
+        /// Import every row under this agent.
+        #[arg(long, value_name = "AGENT_ID")]
+        target_agent_id: Option<String>,
+        /// Count what would be imported, write nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
+    /// Export memories, episodes and profiles as JSONL (to FILE, else stdout).
+    Export {
+        /// Where to write; stdout when omitted.
+        file: Option<PathBuf>,
+        /// Only this agent.
+        #[arg(long, value_name = "AGENT_ID")]
+        agent_id: Option<String>,
+    },
+    /// Check the database: schema version, integrity, index generations.
+    Check,
+    /// Manage the builtin embedding model.
+    Model {
+        #[command(subcommand)]
+        action: ModelAction,
+    },
+    /// Serve the configured embedder over CPersona's HTTP embedding contract.
+    EmbedServe {
+        /// Address to listen on, e.g. 127.0.0.1:8401.
+        #[arg(long, value_name = "ADDR")]
+        http: SocketAddr,
+    },
+}
+
+/// `index` actions.
+#[derive(Debug, Subcommand)]
+pub enum IndexAction {
+    /// Build a new generation from the database and swap it in.
+    Rebuild {
+        /// Only this table.
+        #[arg(long, value_enum)]
+        table: Option<Table>,
+    },
+    /// Show each table's generation, rows covered and live tail.
+    Status,
+}
+
+/// A table with an index generation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Table {
+    Memories,
+    Episodes,
+}
+
+/// `model` actions.
+#[derive(Debug, Subcommand)]
+pub enum ModelAction {
+    /// Install the builtin model's files from DIR (no download happens at run time).
+    Install {
+        /// A folder holding the model files.
+        dir: PathBuf,
+    },
+}
+
+/// Exit code for a configuration or start-up error.
+const EXIT_CONFIG: u8 = 2;
+/// Exit code for a failure while running.
+const EXIT_FAILURE: u8 = 1;
+
+/// Parse the command line and the environment, run, and map the outcome to an exit code.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_logging();
+    let env = match Env::from_process() {
+        Ok(env) => env,
+        Err(e) => return fail(EXIT_CONFIG, &e.to_string()),
+    };
+    let config = match Config::from_env(&env, cli.db.clone()) {
+        Ok(config) => config,
+        Err(e) => return fail(EXIT_CONFIG, &format!("invalid configuration: {e}")),
+    };
+    match run(cli.command.unwrap_or(Command::Serve { http: None }), config) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => fail(e.exit_code, &format!("{:#}", e.error)),
+    }
+}
+
+/// An error with the exit code it maps to.
+pub(crate) struct RunError {
+    exit_code: u8,
+    error: anyhow::Error,
+}
+
+impl RunError {
+    pub(crate) fn config(error: impl Into<anyhow::Error>) -> RunError {
+        RunError {
+            exit_code: EXIT_CONFIG,
+            error: error.into(),
+        }
+    }
+}
+
+impl<E: Into<anyhow::Error>> From<E> for RunError {
+    fn from(error: E) -> RunError {
+        RunError {
+            exit_code: EXIT_FAILURE,
+            error: error.into(),
+        }
+    }
+}
+
+fn run(command: Command, config: Config) -> Result<(), RunError> {
+    match command {
+        Command::Serve { http } => serve::run(config, http),
+        Command::Index { action } => not_available(match action {
+            IndexAction::Rebuild { .. } => "index rebuild",
+            IndexAction::Status => "index status",
+        }),
+        Command::Import { .. } => not_available("import"),
+        Command::Export { .. } => not_available("export"),
+        Command::Check => not_available("check"),
+        Command::Model {
+            action: ModelAction::Install { .. },
+        } => not_available("model install"),
+        // Stub until the embedder helper's `embed_serve::serve` is merged.
+        Command::EmbedServe { .. } => not_available("embed-serve"),
+    }
+}
+
+fn not_available(what: &str) -> Result<(), RunError> {
+    Err(anyhow::anyhow!(
+        "`cpersona {what}` is not available in this build: its engine part is not wired yet"
+    )
+    .into())
+}
+
+fn fail(code: u8, message: &str) -> ExitCode {
+    tracing::error!("{message}");
+    // Logging may be filtered out; the reason must still reach the operator, on stderr.
+    eprintln!("cpersona: {message}");
+    ExitCode::from(code)
+}
+
+/// Logs go to stderr only (stdout is the stdio transport), filtered by `RUST_LOG`
+/// (default `info`).
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .try_init();
+}

@@ -1,0 +1,571 @@
+//! Configuration: environment variables and flags read once, at start-up, into typed values
+//! (ripgrep's LowArgs → HiArgs step). Nothing else in the workspace reads the environment;
+//! an invalid setting is a start-up error naming the variable, never a silent default.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+mod env;
+#[cfg(test)]
+mod tests;
+
+pub use env::Env;
+use env::invalid;
+
+/// A setting that could not be used; the message names the variable.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// A value did not parse or is out of range.
+    #[error("{var}={value:?} is invalid: {reason}")]
+    Invalid {
+        var: &'static str,
+        value: String,
+        reason: String,
+    },
+    /// Two settings contradict each other.
+    #[error("{var} conflicts with {other}: {reason}")]
+    Conflict {
+        var: &'static str,
+        other: &'static str,
+        reason: String,
+    },
+    /// A required setting is missing.
+    #[error("{var} must be set: {reason}")]
+    Missing { var: &'static str, reason: String },
+    /// An environment variable is not valid UTF-8.
+    #[error("environment variable {var} is not valid UTF-8")]
+    NotUnicode { var: String },
+}
+
+type Result<T, E = ConfigError> = std::result::Result<T, E>;
+
+/// Everything the server needs, validated.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// The SQLite file, the source of truth.
+    pub db_path: PathBuf,
+    pub embedder: EmbedderConfig,
+    pub http: HttpConfig,
+    pub writes: WriteLimits,
+    pub recall: RecallSettings,
+    pub reconstruct: ReconstructSettings,
+    /// Confinement root for export/import paths (`CPERSONA_EXPORT_DIR`).
+    pub export_dir: Option<PathBuf>,
+    /// Largest import file accepted (`CPERSONA_MAX_IMPORT_BYTES`).
+    pub max_import_bytes: u64,
+}
+
+/// Which embedder the engine builds (`CPERSONA_EMBEDDING_MODE`).
+#[derive(Clone, Debug, PartialEq)]
+pub enum EmbedderConfig {
+    /// The in-process model read from `CPERSONA_MODEL_DIR` (default: works offline).
+    Builtin { model_dir: PathBuf },
+    /// No embedder: recall is lexical only and says so.
+    None,
+    /// CPersona's embedding contract: `POST <url>` (`/embed`), `/count_tokens`, `/capabilities`.
+    Http { url: String, timeout_secs: u64 },
+    /// An OpenAI-compatible `/v1/embeddings` endpoint (OpenAI, Ollama, llama.cpp, vLLM, TEI).
+    Api {
+        url: String,
+        api_key: Option<String>,
+        model: String,
+        timeout_secs: u64,
+    },
+}
+
+/// Mode names of `CPERSONA_EMBEDDING_MODE`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum EmbeddingMode {
+    Builtin,
+    None,
+    Http,
+    Api,
+}
+
+/// The streamable HTTP transport's security settings.
+#[derive(Clone, Debug)]
+pub struct HttpConfig {
+    /// The bearer token (`CPERSONA_AUTH_TOKEN`); `None` only when unauthenticated HTTP is allowed.
+    pub auth_token: Option<String>,
+    /// `CPERSONA_ALLOW_UNAUTHENTICATED_HTTP`.
+    pub allow_unauthenticated: bool,
+    /// Largest request body (`CPERSONA_HTTP_MAX_BODY_BYTES`), answered 413 above.
+    pub max_body_bytes: usize,
+    /// Browser Origins allowed besides the loopback ones (`CPERSONA_HTTP_ALLOWED_ORIGINS`).
+    pub extra_allowed_origins: Vec<String>,
+    /// `Host` values allowed besides the loopback ones (`CPERSONA_HTTP_ALLOWED_HOSTS`).
+    pub extra_allowed_hosts: Vec<String>,
+    /// The address from `CPERSONA_TRANSPORT=streamable-http` + `CPERSONA_HTTP_HOST`/`_PORT`,
+    /// used when `serve` gets no `--http` flag.
+    pub env_bind: Option<SocketAddr>,
+}
+
+/// Caps on what a write may carry.
+#[derive(Clone, Debug)]
+pub struct WriteLimits {
+    pub max_content_chars: usize,
+    pub max_profile_chars: usize,
+    pub max_metadata_chars: usize,
+    pub future_timestamp_skew_seconds: u64,
+    pub future_timestamp_mode: FutureTimestampMode,
+}
+
+/// What `store` does with a timestamp ahead of the clock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FutureTimestampMode {
+    Warn,
+    Reject,
+    Off,
+}
+
+/// Fusion mode (`CPERSONA_RECALL_MODE`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RecallMode {
+    Rrf,
+    Rsf,
+    Cascade,
+}
+
+/// Gate precision presets (`CPERSONA_RECALL_PRECISION`): β 2.0 / 1.0 / 0.5.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Precision {
+    Strict,
+    Balanced,
+    Lenient,
+}
+
+impl Precision {
+    /// The gate's β for this preset.
+    pub fn beta(self) -> f64 {
+        match self {
+            Precision::Strict => 2.0,
+            Precision::Balanced => 1.0,
+            Precision::Lenient => 0.5,
+        }
+    }
+}
+
+/// Where the age prior measures from (`CPERSONA_PRIOR_AGE_ANCHOR`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AgeAnchor {
+    Newest,
+    Now,
+}
+
+/// Recall settings (cpersona-2.6.14 §7 "Scan / reach / depth", "Fusion / gate / scoring",
+/// "2.6 recall process"), collected here even where the engine does not consume them yet.
+#[derive(Clone, Debug)]
+pub struct RecallSettings {
+    pub scan_window: u64,
+    pub vector_reach: u64,
+    pub vector_far_limit: u64,
+    pub library_max_limit: u64,
+    pub depth_floor: u64,
+    pub vector_min_similarity: f64,
+    pub mode: RecallMode,
+    pub rrf_k: u64,
+    pub rrf_threshold_factor: f64,
+    pub autocut_enabled: bool,
+    pub autocut_min_gap_ratio: f64,
+    pub autocut_min_results: u64,
+    pub fused_gate_enabled: bool,
+    pub fused_gate_sample_queries: u64,
+    pub fused_gate_calibration_draws: u64,
+    pub precision: Precision,
+    /// Raw β; when unset the precision preset's β applies.
+    pub fused_gate_beta: f64,
+    pub confidence_enabled: bool,
+    pub cosine_floor: f64,
+    pub cosine_ceil: f64,
+    pub decay_rate: f64,
+    pub decay_floor: f64,
+    pub decay_ceil: f64,
+    pub recall_boost: f64,
+    pub boost_decay_rate: f64,
+    pub episode_penalty_enabled: bool,
+    pub episode_decay_rate: f64,
+    pub episode_decay_floor: f64,
+    pub prior_far_weight: f64,
+    pub prior_age_rate: f64,
+    pub prior_age_floor: f64,
+    pub prior_age_anchor: AgeAnchor,
+    pub preview_chars: u64,
+    pub excerpt_chars: u64,
+    pub cue_time_limit_ms: u64,
+    pub propagation_seat: bool,
+    pub far_seats_enabled: bool,
+    pub degraded_advisory: bool,
+}
+
+/// How reconstruct orders quoted passages (`CPERSONA_RECONSTRUCT_SEQUENCE`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReconstructSequence {
+    Items,
+    Evidence,
+    Whole,
+}
+
+/// Reconstruct settings (cpersona-2.6.14 §4.1, §4.2 and §7 "Reconstruct").
+#[derive(Clone, Debug)]
+pub struct ReconstructSettings {
+    pub max_count: u64,
+    pub default_count: u64,
+    pub forced_count: Option<u64>,
+    pub top_k: u64,
+    pub max_hops: u64,
+    pub max_evidence: u64,
+    pub adjacency_seconds: u64,
+    pub quote_chars: u64,
+    pub full_quotes: u64,
+    pub tail_quote_chars: u64,
+    pub sequence: ReconstructSequence,
+    pub default_budget: u64,
+    pub max_budget: u64,
+    pub forced_budget: Option<u64>,
+}
+
+/// The default database path: `<user data dir>/cpersona/cpersona.db`, else `./cpersona.db`.
+fn default_db_path() -> PathBuf {
+    dirs::data_dir()
+        .map(|d| d.join("cpersona").join("cpersona.db"))
+        .unwrap_or_else(|| PathBuf::from("cpersona.db"))
+}
+
+/// The default model folder of the builtin embedder: `<user data dir>/cpersona/model`.
+fn default_model_dir() -> PathBuf {
+    dirs::data_dir()
+        .map(|d| d.join("cpersona").join("model"))
+        .unwrap_or_else(|| PathBuf::from("model"))
+}
+
+impl Config {
+    /// Parse and validate every setting. `db_override` is the `--db` flag, which wins over
+    /// `CPERSONA_DB_PATH`.
+    pub fn from_env(env: &Env, db_override: Option<PathBuf>) -> Result<Config> {
+        let db_path = db_override
+            .or_else(|| env.get("CPERSONA_DB_PATH").map(PathBuf::from))
+            .unwrap_or_else(default_db_path);
+        let recall = parse_recall(env)?;
+        let reconstruct = parse_reconstruct(env, recall.preview_chars)?;
+        Ok(Config {
+            db_path,
+            embedder: parse_embedder(env)?,
+            http: parse_http(env)?,
+            writes: parse_writes(env)?,
+            recall,
+            reconstruct,
+            export_dir: env.get("CPERSONA_EXPORT_DIR").map(PathBuf::from),
+            max_import_bytes: env.int("CPERSONA_MAX_IMPORT_BYTES", 104_857_600, 1, u64::MAX)?,
+        })
+    }
+}
+
+fn parse_embedder(env: &Env) -> Result<EmbedderConfig> {
+    let mode_var = env.get_aliased("CPERSONA_EMBEDDING_MODE", "EMBEDDING_MODE");
+    let mode = match mode_var {
+        None => EmbeddingMode::Builtin,
+        Some((var, raw)) => match raw.to_ascii_lowercase().as_str() {
+            "builtin" => EmbeddingMode::Builtin,
+            "none" => EmbeddingMode::None,
+            "http" => EmbeddingMode::Http,
+            "api" | "openai" => EmbeddingMode::Api,
+            _ => {
+                return Err(invalid(
+                    var,
+                    raw,
+                    "expected one of builtin, none, http, api (openai is an alias of api)",
+                ));
+            }
+        },
+    };
+    let timeout_secs = env.int("CPERSONA_EMBEDDING_TIMEOUT_SECS", 30, 1, 3600)?;
+    Ok(match mode {
+        EmbeddingMode::Builtin => EmbedderConfig::Builtin {
+            model_dir: env
+                .get("CPERSONA_MODEL_DIR")
+                .map(PathBuf::from)
+                .unwrap_or_else(default_model_dir),
+        },
+        EmbeddingMode::None => EmbedderConfig::None,
+        EmbeddingMode::Http => {
+            let Some((var, url)) = env.get_aliased("CPERSONA_EMBEDDING_URL", "EMBEDDING_HTTP_URL")
+            else {
+                return Err(ConfigError::Missing {
+                    var: "CPERSONA_EMBEDDING_URL",
+                    reason: "CPERSONA_EMBEDDING_MODE=http needs the embed endpoint, \
+                             e.g. http://127.0.0.1:8401/embed"
+                        .into(),
+                });
+            };
+            check_http_url(var, url)?;
+            EmbedderConfig::Http {
+                url: url.to_owned(),
+                timeout_secs,
+            }
+        }
+        EmbeddingMode::Api => {
+            let (url_var, url) = env
+                .get_aliased("CPERSONA_EMBEDDING_API_URL", "EMBEDDING_API_URL")
+                .unwrap_or((
+                    "CPERSONA_EMBEDDING_API_URL",
+                    "https://api.openai.com/v1/embeddings",
+                ));
+            check_http_url(url_var, url)?;
+            EmbedderConfig::Api {
+                url: url.to_owned(),
+                api_key: env
+                    .get_aliased("CPERSONA_EMBEDDING_API_KEY", "EMBEDDING_API_KEY")
+                    .map(|(_, k)| k.to_owned()),
+                model: env
+                    .get_aliased("CPERSONA_EMBEDDING_MODEL", "EMBEDDING_MODEL")
+                    .map_or("text-embedding-3-small", |(_, m)| m)
+                    .to_owned(),
+                timeout_secs,
+            }
+        }
+    })
+}
+
+fn check_http_url(var: &'static str, url: &str) -> Result<()> {
+    if url.starts_with("http://") || url.starts_with("https://") {
+        Ok(())
+    } else {
+        Err(invalid(var, url, "must be an http:// or https:// URL"))
+    }
+}
+
+fn parse_http(env: &Env) -> Result<HttpConfig> {
+    let auth_token = env.get("CPERSONA_AUTH_TOKEN").map(str::to_owned);
+    let env_bind = match env.get("CPERSONA_TRANSPORT") {
+        None | Some("stdio") => None,
+        Some("streamable-http") => {
+            let host = env.get("CPERSONA_HTTP_HOST").unwrap_or("127.0.0.1");
+            let port: u16 = env.parse("CPERSONA_HTTP_PORT", 8402)?;
+            let ip: std::net::IpAddr = host
+                .parse()
+                .map_err(|_| invalid("CPERSONA_HTTP_HOST", host, "must be an IP address"))?;
+            Some(SocketAddr::new(ip, port))
+        }
+        Some(other) => {
+            return Err(invalid(
+                "CPERSONA_TRANSPORT",
+                other,
+                "expected stdio or streamable-http",
+            ));
+        }
+    };
+    Ok(HttpConfig {
+        auth_token,
+        allow_unauthenticated: env.boolean("CPERSONA_ALLOW_UNAUTHENTICATED_HTTP", false)?,
+        max_body_bytes: env.int("CPERSONA_HTTP_MAX_BODY_BYTES", 4_194_304, 1024, 1 << 30)? as usize,
+        extra_allowed_origins: env.list("CPERSONA_HTTP_ALLOWED_ORIGINS"),
+        extra_allowed_hosts: env.list("CPERSONA_HTTP_ALLOWED_HOSTS"),
+        env_bind,
+    })
+}
+
+fn parse_writes(env: &Env) -> Result<WriteLimits> {
+    Ok(WriteLimits {
+        max_content_chars: env.int("CPERSONA_MAX_CONTENT_LENGTH", 16_000, 1, 10_000_000)? as usize,
+        max_profile_chars: env.int("CPERSONA_MAX_PROFILE_LENGTH", 2_000, 1, 10_000_000)? as usize,
+        max_metadata_chars: env.int("CPERSONA_MAX_METADATA_LENGTH", 8_000, 1, 10_000_000)? as usize,
+        future_timestamp_skew_seconds: env.int(
+            "CPERSONA_FUTURE_TIMESTAMP_SKEW_SECONDS",
+            300,
+            0,
+            u64::from(u32::MAX),
+        )?,
+        future_timestamp_mode: env.word(
+            "CPERSONA_FUTURE_TIMESTAMP_MODE",
+            FutureTimestampMode::Warn,
+            &[
+                ("warn", FutureTimestampMode::Warn),
+                ("reject", FutureTimestampMode::Reject),
+                ("off", FutureTimestampMode::Off),
+            ],
+        )?,
+    })
+}
+
+fn parse_recall(env: &Env) -> Result<RecallSettings> {
+    let precision = env.word(
+        "CPERSONA_RECALL_PRECISION",
+        Precision::Balanced,
+        &[
+            ("strict", Precision::Strict),
+            ("balanced", Precision::Balanced),
+            ("lenient", Precision::Lenient),
+        ],
+    )?;
+    let cosine_floor = env.float("CPERSONA_COSINE_FLOOR", 0.20, -1.0, 1.0)?;
+    let cosine_ceil = env.float("CPERSONA_COSINE_CEIL", 0.75, -1.0, 1.0)?;
+    if cosine_ceil <= cosine_floor {
+        return Err(ConfigError::Conflict {
+            var: "CPERSONA_COSINE_CEIL",
+            other: "CPERSONA_COSINE_FLOOR",
+            reason: format!("ceil {cosine_ceil} must be above floor {cosine_floor}"),
+        });
+    }
+    Ok(RecallSettings {
+        scan_window: env.int("CPERSONA_MAX_MEMORIES", 10_000, 1, 100_000_000)?,
+        vector_reach: env.int("CPERSONA_VECTOR_REACH", 0, 0, 100_000_000)?,
+        vector_far_limit: env.int("CPERSONA_VECTOR_FAR_LIMIT", 0, 0, 10_000)?,
+        library_max_limit: env.int("CPERSONA_RECALL_LIBRARY_MAX_LIMIT", 10_000, 1, 1_000_000)?,
+        depth_floor: env.int("CPERSONA_RECALL_DEPTH_FLOOR", 0, 0, 10_000)?,
+        vector_min_similarity: env.float("CPERSONA_VECTOR_MIN_SIMILARITY", 0.3, -1.0, 1.0)?,
+        mode: env.word(
+            "CPERSONA_RECALL_MODE",
+            RecallMode::Rrf,
+            &[
+                ("rrf", RecallMode::Rrf),
+                ("rsf", RecallMode::Rsf),
+                ("cascade", RecallMode::Cascade),
+            ],
+        )?,
+        rrf_k: env.int("CPERSONA_RRF_K", 60, 1, 100_000)?,
+        rrf_threshold_factor: env.float("CPERSONA_RRF_THRESHOLD_FACTOR", 0.5, 0.0, 10.0)?,
+        autocut_enabled: env.boolean("CPERSONA_AUTOCUT_ENABLED", true)?,
+        autocut_min_gap_ratio: env.float("CPERSONA_AUTOCUT_MIN_GAP_RATIO", 0.15, 0.0, 1.0)?,
+        autocut_min_results: env.int("CPERSONA_AUTOCUT_MIN_RESULTS", 3, 2, 10_000)?,
+        fused_gate_enabled: env.boolean("CPERSONA_FUSED_GATE_ENABLED", true)?,
+        fused_gate_sample_queries: env.int("CPERSONA_FUSED_GATE_SAMPLE_QUERIES", 40, 1, 10_000)?,
+        fused_gate_calibration_draws: env.int(
+            "CPERSONA_FUSED_GATE_CALIBRATION_DRAWS",
+            5,
+            1,
+            1_000,
+        )?,
+        precision,
+        fused_gate_beta: env.float("CPERSONA_FUSED_GATE_BETA", precision.beta(), 0.0, 100.0)?,
+        confidence_enabled: env.boolean("CPERSONA_CONFIDENCE_ENABLED", false)?,
+        cosine_floor,
+        cosine_ceil,
+        decay_rate: env.float("CPERSONA_DECAY_RATE", 0.005, 0.0, 10.0)?,
+        decay_floor: env.float("CPERSONA_DECAY_FLOOR", 0.3, 0.0, 1.0)?,
+        decay_ceil: env.float("CPERSONA_DECAY_CEIL", 0.5, 0.0, 1.0)?,
+        recall_boost: env.float("CPERSONA_RECALL_BOOST", 0.02, 0.0, 10.0)?,
+        boost_decay_rate: env.float("CPERSONA_BOOST_DECAY_RATE", 0.002, 0.0, 10.0)?,
+        episode_penalty_enabled: env.boolean("CPERSONA_EPISODE_PENALTY_ENABLED", false)?,
+        episode_decay_rate: env.float("CPERSONA_EPISODE_DECAY_RATE", 0.01, 0.0, 10.0)?,
+        episode_decay_floor: env.float("CPERSONA_EPISODE_DECAY_FLOOR", 0.5, 0.0, 1.0)?,
+        prior_far_weight: env.float("CPERSONA_PRIOR_FAR_WEIGHT", 1.0, 0.0, 1.0)?,
+        prior_age_rate: env.float("CPERSONA_PRIOR_AGE_RATE", 0.0, 0.0, 10.0)?,
+        prior_age_floor: env.float("CPERSONA_PRIOR_AGE_FLOOR", 0.3, 0.0, 1.0)?,
+        prior_age_anchor: env.word(
+            "CPERSONA_PRIOR_AGE_ANCHOR",
+            AgeAnchor::Newest,
+            &[("newest", AgeAnchor::Newest), ("now", AgeAnchor::Now)],
+        )?,
+        preview_chars: env.int("CPERSONA_RECALL_PREVIEW_CHARS", 500, 0, 1_000_000)?,
+        excerpt_chars: env.int("CPERSONA_RECALL_EXCERPT_CHARS", 800, 0, 1_000_000)?,
+        cue_time_limit_ms: env.int("CPERSONA_RECALL_CUE_TIME_LIMIT_MS", 1_000, 1, 600_000)?,
+        propagation_seat: env.boolean("CPERSONA_RECALL_PROPAGATION_SEAT", false)?,
+        far_seats_enabled: env.boolean("CPERSONA_FAR_SEATS_ENABLED", false)?,
+        degraded_advisory: env.boolean("CPERSONA_DEGRADED_ADVISORY", true)?,
+    })
+}
+
+fn parse_reconstruct(env: &Env, preview_chars: u64) -> Result<ReconstructSettings> {
+    let max_count = env.int("CPERSONA_RECONSTRUCT_MAX_COUNT", 10, 1, 1_000)?;
+    let default_count = env.int(
+        "CPERSONA_RECONSTRUCT_DEFAULT_COUNT",
+        max_count.min(10),
+        0,
+        1_000,
+    )?;
+    let forced_count = env.int_opt("CPERSONA_RECONSTRUCT_FORCED_COUNT", 0, 1_000)?;
+    for (var, count) in [
+        ("CPERSONA_RECONSTRUCT_DEFAULT_COUNT", Some(default_count)),
+        ("CPERSONA_RECONSTRUCT_FORCED_COUNT", forced_count),
+    ] {
+        if let Some(count) = count
+            && count > max_count
+        {
+            return Err(ConfigError::Conflict {
+                var,
+                other: "CPERSONA_RECONSTRUCT_MAX_COUNT",
+                reason: format!("{count} is above the maximum count {max_count}"),
+            });
+        }
+    }
+    let quote_chars = env.int("CPERSONA_RECONSTRUCT_QUOTE_CHARS", 800, 0, 1_000_000)?;
+    let tail_quote_chars = env.int(
+        "CPERSONA_RECONSTRUCT_TAIL_QUOTE_CHARS",
+        quote_chars.min(400),
+        0,
+        1_000_000,
+    )?;
+    if quote_chars > 0 && (tail_quote_chars == 0 || tail_quote_chars > quote_chars) {
+        return Err(ConfigError::Conflict {
+            var: "CPERSONA_RECONSTRUCT_TAIL_QUOTE_CHARS",
+            other: "CPERSONA_RECONSTRUCT_QUOTE_CHARS",
+            reason: format!("must be in 1..={quote_chars}"),
+        });
+    }
+    let max_budget = env.int(
+        "CPERSONA_RECONSTRUCT_MAX_BUDGET",
+        preview_chars.max(20_000),
+        1,
+        100_000_000,
+    )?;
+    let default_budget = env.int(
+        "CPERSONA_RECONSTRUCT_DEFAULT_BUDGET",
+        preview_chars.max(4_000).min(max_budget),
+        1,
+        100_000_000,
+    )?;
+    let forced_budget = env.int_opt("CPERSONA_RECONSTRUCT_FORCED_BUDGET", 1, 100_000_000)?;
+    for (var, budget) in [
+        ("CPERSONA_RECONSTRUCT_MAX_BUDGET", Some(max_budget)),
+        ("CPERSONA_RECONSTRUCT_DEFAULT_BUDGET", Some(default_budget)),
+        ("CPERSONA_RECONSTRUCT_FORCED_BUDGET", forced_budget),
+    ] {
+        if let Some(budget) = budget
+            && budget < preview_chars
+        {
+            return Err(ConfigError::Conflict {
+                var,
+                other: "CPERSONA_RECALL_PREVIEW_CHARS",
+                reason: format!("{budget} is below the preview size {preview_chars}"),
+            });
+        }
+    }
+    for (var, budget) in [
+        ("CPERSONA_RECONSTRUCT_DEFAULT_BUDGET", Some(default_budget)),
+        ("CPERSONA_RECONSTRUCT_FORCED_BUDGET", forced_budget),
+    ] {
+        if let Some(budget) = budget
+            && budget > max_budget
+        {
+            return Err(ConfigError::Conflict {
+                var,
+                other: "CPERSONA_RECONSTRUCT_MAX_BUDGET",
+                reason: format!("{budget} is above the maximum budget {max_budget}"),
+            });
+        }
+    }
+    Ok(ReconstructSettings {
+        max_count,
+        default_count,
+        forced_count,
+        top_k: env.int("CPERSONA_RECONSTRUCT_TOP_K", 20, 1, 100)?,
+        max_hops: env.int("CPERSONA_RECONSTRUCT_MAX_HOPS", 2, 0, 5)?,
+        max_evidence: env.int("CPERSONA_RECONSTRUCT_MAX_EVIDENCE", 40, 1, 100)?,
+        adjacency_seconds: env.int("CPERSONA_RECONSTRUCT_ADJACENCY_SECONDS", 60, 0, 86_400)?,
+        quote_chars,
+        full_quotes: env.int("CPERSONA_RECONSTRUCT_FULL_QUOTES", 5, 0, 1_000)?,
+        tail_quote_chars,
+        sequence: env.word(
+            "CPERSONA_RECONSTRUCT_SEQUENCE",
+            ReconstructSequence::Items,
+            &[
+                ("items", ReconstructSequence::Items),
+                ("evidence", ReconstructSequence::Evidence),
+                ("whole", ReconstructSequence::Whole),
+            ],
+        )?,
+        default_budget,
+        max_budget,
+        forced_budget,
+    })
+}

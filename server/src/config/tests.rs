@@ -1,0 +1,249 @@
+//! Unit tests of configuration parsing: every case builds an `Env` from pairs, never from the
+//! real process environment.
+
+use super::*;
+
+fn parse(pairs: &[(&str, &str)]) -> Result<Config> {
+    Config::from_env(&Env::from_pairs(pairs), None)
+}
+
+fn err(pairs: &[(&str, &str)]) -> String {
+    match parse(pairs) {
+        Ok(config) => panic!("expected an error, got {config:?}"),
+        Err(e) => e.to_string(),
+    }
+}
+
+#[test]
+fn defaults_match_the_reference() {
+    let c = parse(&[]).unwrap();
+    assert!(c.db_path.ends_with("cpersona.db"), "{:?}", c.db_path);
+    assert!(matches!(c.embedder, EmbedderConfig::Builtin { .. }));
+    assert_eq!(c.http.auth_token, None);
+    assert!(!c.http.allow_unauthenticated);
+    assert_eq!(c.http.max_body_bytes, 4_194_304);
+    assert_eq!(c.http.env_bind, None);
+    assert_eq!(c.writes.max_content_chars, 16_000);
+    assert_eq!(c.writes.max_profile_chars, 2_000);
+    assert_eq!(c.recall.scan_window, 10_000);
+    assert_eq!(c.recall.mode, RecallMode::Rrf);
+    assert_eq!(c.recall.rrf_k, 60);
+    assert_eq!(c.recall.precision, Precision::Balanced);
+    assert_eq!(c.recall.fused_gate_beta, 1.0);
+    assert_eq!(c.recall.preview_chars, 500);
+    assert_eq!(c.recall.excerpt_chars, 800);
+    assert_eq!(c.reconstruct.max_count, 10);
+    assert_eq!(c.reconstruct.default_count, 10);
+    assert_eq!(c.reconstruct.top_k, 20);
+    assert_eq!(c.reconstruct.tail_quote_chars, 400);
+    assert_eq!(c.reconstruct.default_budget, 4_000);
+    assert_eq!(c.reconstruct.max_budget, 20_000);
+    assert_eq!(c.max_import_bytes, 104_857_600);
+}
+
+#[test]
+fn db_path_flag_beats_env() {
+    let env = Env::from_pairs(&[("CPERSONA_DB_PATH", "/tmp/a.db")]);
+    let c = Config::from_env(&env, None).unwrap();
+    assert_eq!(c.db_path, PathBuf::from("/tmp/a.db"));
+    let c = Config::from_env(&env, Some(PathBuf::from("/tmp/b.db"))).unwrap();
+    assert_eq!(c.db_path, PathBuf::from("/tmp/b.db"));
+}
+
+#[test]
+fn empty_value_reads_as_unset() {
+    let c = parse(&[("CPERSONA_RRF_K", "  "), ("CPERSONA_AUTH_TOKEN", "")]).unwrap();
+    assert_eq!(c.recall.rrf_k, 60);
+    assert_eq!(c.http.auth_token, None);
+}
+
+#[test]
+fn embedder_modes() {
+    let c = parse(&[
+        ("CPERSONA_EMBEDDING_MODE", "http"),
+        ("CPERSONA_EMBEDDING_URL", "http://127.0.0.1:8401/embed"),
+    ])
+    .unwrap();
+    assert_eq!(
+        c.embedder,
+        EmbedderConfig::Http {
+            url: "http://127.0.0.1:8401/embed".into(),
+            timeout_secs: 30
+        }
+    );
+    let c = parse(&[("EMBEDDING_MODE", "none")]).unwrap();
+    assert_eq!(c.embedder, EmbedderConfig::None);
+    // The prefixed name wins over the legacy one.
+    let c = parse(&[
+        ("EMBEDDING_MODE", "http"),
+        ("CPERSONA_EMBEDDING_MODE", "none"),
+    ])
+    .unwrap();
+    assert_eq!(c.embedder, EmbedderConfig::None);
+    let c = parse(&[
+        ("CPERSONA_EMBEDDING_MODE", "api"),
+        ("EMBEDDING_API_KEY", "sk-x"),
+        ("CPERSONA_EMBEDDING_MODEL", "nomic-embed-text"),
+    ])
+    .unwrap();
+    assert_eq!(
+        c.embedder,
+        EmbedderConfig::Api {
+            url: "https://api.openai.com/v1/embeddings".into(),
+            api_key: Some("sk-x".into()),
+            model: "nomic-embed-text".into(),
+            timeout_secs: 30
+        }
+    );
+    let c = parse(&[("CPERSONA_MODEL_DIR", "/models/minilm")]).unwrap();
+    assert_eq!(
+        c.embedder,
+        EmbedderConfig::Builtin {
+            model_dir: PathBuf::from("/models/minilm")
+        }
+    );
+}
+
+#[test]
+fn embedder_errors_name_the_variable() {
+    let e = err(&[("CPERSONA_EMBEDDING_MODE", "magic")]);
+    assert!(
+        e.starts_with("CPERSONA_EMBEDDING_MODE=\"magic\" is invalid"),
+        "{e}"
+    );
+    let e = err(&[("CPERSONA_EMBEDDING_MODE", "http")]);
+    assert!(e.starts_with("CPERSONA_EMBEDDING_URL must be set"), "{e}");
+    let e = err(&[
+        ("CPERSONA_EMBEDDING_MODE", "http"),
+        ("EMBEDDING_HTTP_URL", "ftp://x"),
+    ]);
+    assert!(
+        e.starts_with("EMBEDDING_HTTP_URL=\"ftp://x\" is invalid"),
+        "{e}"
+    );
+}
+
+#[test]
+fn invalid_numbers_words_and_booleans_are_errors() {
+    let cases: &[(&str, &str)] = &[
+        ("CPERSONA_RRF_K", "sixty"),
+        ("CPERSONA_RRF_K", "0"),
+        ("CPERSONA_RRF_K", "-1"),
+        ("CPERSONA_MAX_MEMORIES", "0"),
+        ("CPERSONA_VECTOR_MIN_SIMILARITY", "NaN"),
+        ("CPERSONA_VECTOR_MIN_SIMILARITY", "2"),
+        ("CPERSONA_PRIOR_FAR_WEIGHT", "1.5"),
+        ("CPERSONA_RECALL_MODE", "bm25"),
+        ("CPERSONA_RECALL_PRECISION", "exact"),
+        ("CPERSONA_AUTOCUT_ENABLED", "maybe"),
+        ("CPERSONA_ALLOW_UNAUTHENTICATED_HTTP", "sure"),
+        ("CPERSONA_AUTOCUT_MIN_RESULTS", "1"),
+        ("CPERSONA_HTTP_MAX_BODY_BYTES", "10"),
+        ("CPERSONA_TRANSPORT", "websocket"),
+        ("CPERSONA_RECONSTRUCT_MAX_HOPS", "6"),
+        ("CPERSONA_FUTURE_TIMESTAMP_MODE", "ignore"),
+    ];
+    for (var, value) in cases {
+        let e = err(&[(var, value)]);
+        assert!(e.starts_with(var), "{var}={value}: {e}");
+    }
+}
+
+#[test]
+fn booleans_accept_the_reference_spellings() {
+    for yes in ["true", "TRUE", "1", "yes", "on"] {
+        let c = parse(&[("CPERSONA_ALLOW_UNAUTHENTICATED_HTTP", yes)]).unwrap();
+        assert!(c.http.allow_unauthenticated, "{yes}");
+    }
+    for no in ["false", "0", "no", "off"] {
+        let c = parse(&[("CPERSONA_AUTOCUT_ENABLED", no)]).unwrap();
+        assert!(!c.recall.autocut_enabled, "{no}");
+    }
+}
+
+#[test]
+fn precision_sets_beta_unless_beta_is_given() {
+    let c = parse(&[("CPERSONA_RECALL_PRECISION", "strict")]).unwrap();
+    assert_eq!(c.recall.fused_gate_beta, 2.0);
+    let c = parse(&[
+        ("CPERSONA_RECALL_PRECISION", "strict"),
+        ("CPERSONA_FUSED_GATE_BETA", "0.7"),
+    ])
+    .unwrap();
+    assert_eq!(c.recall.fused_gate_beta, 0.7);
+}
+
+#[test]
+fn transport_env_gives_a_bind_address() {
+    let c = parse(&[("CPERSONA_TRANSPORT", "streamable-http")]).unwrap();
+    assert_eq!(c.http.env_bind, Some("127.0.0.1:8402".parse().unwrap()));
+    let c = parse(&[
+        ("CPERSONA_TRANSPORT", "streamable-http"),
+        ("CPERSONA_HTTP_HOST", "0.0.0.0"),
+        ("CPERSONA_HTTP_PORT", "9000"),
+    ])
+    .unwrap();
+    assert_eq!(c.http.env_bind, Some("0.0.0.0:9000".parse().unwrap()));
+    let e = err(&[
+        ("CPERSONA_TRANSPORT", "streamable-http"),
+        ("CPERSONA_HTTP_PORT", "70000"),
+    ]);
+    assert!(e.starts_with("CPERSONA_HTTP_PORT"), "{e}");
+}
+
+#[test]
+fn allowed_origin_and_host_lists() {
+    let c = parse(&[
+        (
+            "CPERSONA_HTTP_ALLOWED_ORIGINS",
+            "https://claude.ai, https://app.example.com:443 ,",
+        ),
+        ("CPERSONA_HTTP_ALLOWED_HOSTS", "mem.example.com"),
+    ])
+    .unwrap();
+    assert_eq!(
+        c.http.extra_allowed_origins,
+        vec!["https://claude.ai", "https://app.example.com:443"]
+    );
+    assert_eq!(c.http.extra_allowed_hosts, vec!["mem.example.com"]);
+}
+
+#[test]
+fn reconstruct_cross_checks() {
+    let e = err(&[("CPERSONA_RECONSTRUCT_DEFAULT_COUNT", "11")]);
+    assert!(
+        e.starts_with("CPERSONA_RECONSTRUCT_DEFAULT_COUNT conflicts with"),
+        "{e}"
+    );
+    let e = err(&[("CPERSONA_RECONSTRUCT_FORCED_COUNT", "12")]);
+    assert!(
+        e.starts_with("CPERSONA_RECONSTRUCT_FORCED_COUNT conflicts with"),
+        "{e}"
+    );
+    let e = err(&[("CPERSONA_RECONSTRUCT_MAX_BUDGET", "400")]);
+    assert!(
+        e.starts_with("CPERSONA_RECONSTRUCT_MAX_BUDGET conflicts with"),
+        "{e}"
+    );
+    let e = err(&[("CPERSONA_RECONSTRUCT_DEFAULT_BUDGET", "30000")]);
+    assert!(e.contains("above the maximum budget"), "{e}");
+    let e = err(&[("CPERSONA_RECONSTRUCT_TAIL_QUOTE_CHARS", "900")]);
+    assert!(
+        e.starts_with("CPERSONA_RECONSTRUCT_TAIL_QUOTE_CHARS"),
+        "{e}"
+    );
+    // The default count follows a lowered maximum down.
+    let c = parse(&[("CPERSONA_RECONSTRUCT_MAX_COUNT", "4")]).unwrap();
+    assert_eq!(c.reconstruct.default_count, 4);
+    let c = parse(&[("CPERSONA_RECONSTRUCT_FORCED_BUDGET", "5000")]).unwrap();
+    assert_eq!(c.reconstruct.forced_budget, Some(5_000));
+}
+
+#[test]
+fn cosine_ceil_must_be_above_floor() {
+    let e = err(&[("CPERSONA_COSINE_FLOOR", "0.8")]);
+    assert!(
+        e.starts_with("CPERSONA_COSINE_CEIL conflicts with CPERSONA_COSINE_FLOOR"),
+        "{e}"
+    );
+}

@@ -1,0 +1,9 @@
+//! The `cpersona` server as a library: the MCP layer, its transports, configuration and the
+//! CLI. The only crate that knows MCP, HTTP, tokio and the environment; it holds no ranking
+//! logic (that is the engine's).
+#![forbid(unsafe_code)]
+
+pub mod cli;
+pub mod config;
+pub mod mcp;
+pub mod transport;

@@ -1,0 +1,87 @@
+//! The seam between the MCP layer and whatever answers the tools: one synchronous method per
+//! tool, taking the decoded and validated wire arguments and returning the tool's JSON body.
+//! The MCP layer calls it on a blocking thread; a backend never sees raw or invalid input.
+
+use serde_json::Value;
+
+use crate::mcp::wire;
+
+/// Why a tool call failed.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ToolError {
+    /// The caller can fix it (unknown id, locked row, bad path…). Sent as is.
+    #[error("{message}")]
+    User { message: String },
+    /// Our fault (SQLite, I/O, a bug). Logged in full; the caller gets a short message.
+    #[error("internal error: {message}")]
+    Internal { message: String },
+}
+
+impl ToolError {
+    /// A failure the caller can fix.
+    pub fn user(message: impl Into<String>) -> ToolError {
+        ToolError::User {
+            message: message.into(),
+        }
+    }
+
+    /// A failure on our side.
+    pub fn internal(message: impl Into<String>) -> ToolError {
+        ToolError::Internal {
+            message: message.into(),
+        }
+    }
+}
+
+/// What a tool returns: its JSON body (CPersona's shape, e.g. `{"ok": true, "result": "stored",
+/// "id": 7, ...}` or `{"messages": [...]}`), or a failure the layer encodes as
+/// `{"ok": false, "error": "..."}`.
+pub type ToolResult = Result<Value, ToolError>;
+
+/// Answers every tool. Methods are blocking: the MCP layer runs them in
+/// `tokio::task::spawn_blocking`.
+pub trait ToolBackend: Send + Sync + 'static {
+    fn store(&self, args: wire::StoreArgs) -> ToolResult;
+    fn recall(&self, args: wire::RecallArgs) -> ToolResult;
+    fn recall_with_context(&self, args: wire::RecallWithContextArgs) -> ToolResult;
+    fn get_contents(&self, args: wire::GetContentsArgs) -> ToolResult;
+    fn archive_episode(&self, args: wire::ArchiveEpisodeArgs) -> ToolResult;
+    fn update_memory(&self, args: wire::UpdateMemoryArgs) -> ToolResult;
+    fn delete_memory(&self, args: wire::MemoryIdArgs) -> ToolResult;
+    fn delete_episode(&self, args: wire::EpisodeIdArgs) -> ToolResult;
+    fn lock_memory(&self, args: wire::MemoryIdArgs) -> ToolResult;
+    fn unlock_memory(&self, args: wire::MemoryIdArgs) -> ToolResult;
+    fn get_profile(&self, args: wire::AgentArgs) -> ToolResult;
+    fn update_profile(&self, args: wire::UpdateProfileArgs) -> ToolResult;
+    fn list_memories(&self, args: wire::ListMemoriesArgs) -> ToolResult;
+    fn list_episodes(&self, args: wire::ListEpisodesArgs) -> ToolResult;
+    fn delete_agent_data(&self, args: wire::DeleteAgentDataArgs) -> ToolResult;
+    fn export_memories(&self, args: wire::ExportArgs) -> ToolResult;
+    fn import_memories(&self, args: wire::ImportArgs) -> ToolResult;
+    fn merge_memories(&self, args: wire::MergeArgs) -> ToolResult;
+    fn calibrate_threshold(&self, args: wire::CalibrateArgs) -> ToolResult;
+    fn set_recall_precision(&self, args: wire::SetPrecisionArgs) -> ToolResult;
+    fn get_recall_precision(&self, args: wire::AgentArgs) -> ToolResult;
+    fn check_health(&self, args: wire::CheckHealthArgs) -> ToolResult;
+    fn get_queue_status(&self, args: wire::NoArgs) -> ToolResult;
+    fn pause_persistence(&self, args: wire::PauseArgs) -> ToolResult;
+    fn resume_persistence(&self, args: wire::SessionArgs) -> ToolResult;
+    fn persistence_status(&self, args: wire::SessionArgs) -> ToolResult;
+
+    /// `reconstruct`; not registered until its issue lands.
+    fn reconstruct(&self, _args: wire::ReconstructArgs) -> ToolResult {
+        Err(ToolError::user(
+            "reconstruct is not available in this build",
+        ))
+    }
+    /// `declare_associations`; not registered until its issue lands.
+    fn declare_associations(&self, _args: wire::DeclareAssociationsArgs) -> ToolResult {
+        Err(ToolError::user(
+            "declare_associations is not available in this build",
+        ))
+    }
+    /// `traverse`; not registered until its issue lands.
+    fn traverse(&self, _args: wire::TraverseArgs) -> ToolResult {
+        Err(ToolError::user("traverse is not available in this build"))
+    }
+}

@@ -1,0 +1,147 @@
+//! The MCP server: the tool routers of every family summed into one handler, the `initialize`
+//! instructions, and the one path every tool call takes (check → decode → backend on a
+//! blocking thread → one JSON text content). No ranking or storage logic lives here.
+
+pub mod backend;
+mod tools;
+pub mod unwired;
+pub(crate) mod validate;
+pub mod wire;
+
+use std::sync::Arc;
+
+use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::model::{
+    CallToolResult, ContentBlock, Implementation, JsonObject, MetaObject, ServerCapabilities,
+    ServerConfig,
+};
+use rmcp::{ServerHandler, tool_handler};
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+
+use self::backend::{ToolBackend, ToolError, ToolResult};
+use self::validate::CrossCheck;
+
+/// What `initialize` tells an agent about when to use which tool.
+pub const SERVER_INSTRUCTIONS: &str = "\
+cpersona is your long-term memory: one store per agent_id that outlives this conversation.
+- At the start of a session, and whenever the user refers to something from an earlier \
+session, call `recall` with what you need (the LAST message in the result is the most \
+relevant; rows cut to a preview carry a `ref`: pass refs to `get_contents` for whole text). \
+`reconstruct`, where this server offers it, returns the same evidence bundled with provenance.
+- Call `store` for durable facts, decisions, preferences and commitments worth having in a \
+later session, one self-contained statement each; do not store small talk or what is \
+already stored.
+- At the end of a session call `archive_episode` with a short summary you write yourself.
+- Use `update_memory` to correct a fact (the old text is replaced), `lock_memory` to protect \
+one, `delete_memory` when the user asks to forget.
+- Results are JSON; a failure is {\"ok\": false, \"error\": \"...\"} with a reason you can act on.";
+
+/// The MCP handler: a backend plus the routers of every tool family.
+#[derive(Clone)]
+pub struct McpServer {
+    backend: Arc<dyn ToolBackend>,
+    tool_router: ToolRouter<McpServer>,
+}
+
+impl McpServer {
+    /// A server answering every registered tool with `backend`.
+    pub fn new(backend: Arc<dyn ToolBackend>) -> McpServer {
+        McpServer {
+            backend,
+            tool_router: McpServer::all_tools(),
+        }
+    }
+
+    /// Every registered tool, in all families.
+    pub fn all_tools() -> ToolRouter<McpServer> {
+        McpServer::memory_router()
+            + McpServer::recall_router()
+            + McpServer::episode_router()
+            + McpServer::profile_router()
+            + McpServer::portability_router()
+            + McpServer::quality_router()
+            + McpServer::health_router()
+            + McpServer::persistence_router()
+    }
+
+    /// The one path of every tool call: check and decode `args` as `T`, run `op` on a
+    /// blocking thread, and encode the outcome as one JSON text content.
+    pub(crate) async fn call<T, F>(
+        &self,
+        tool: &'static str,
+        args: JsonObject,
+        op: F,
+    ) -> CallToolResult
+    where
+        T: JsonSchema + DeserializeOwned + CrossCheck + Send + 'static,
+        F: FnOnce(&dyn ToolBackend, T) -> ToolResult + Send + 'static,
+    {
+        let decoded = match validate::decode::<T>(args) {
+            Ok(decoded) => decoded,
+            Err(message) => {
+                tracing::debug!(tool, %message, "refused arguments");
+                return refusal(tool, &message);
+            }
+        };
+        let backend = Arc::clone(&self.backend);
+        match tokio::task::spawn_blocking(move || op(backend.as_ref(), decoded)).await {
+            Ok(Ok(body)) => CallToolResult::success(vec![ContentBlock::text(body.to_string())]),
+            Ok(Err(ToolError::User { message })) => refusal(tool, &message),
+            Ok(Err(ToolError::Internal { message })) => {
+                tracing::error!(tool, %message, "tool failed");
+                refusal(tool, &format!("internal error: {message}"))
+            }
+            Err(join_error) => {
+                tracing::error!(tool, %join_error, "tool panicked");
+                refusal(
+                    tool,
+                    "internal error: the tool stopped unexpectedly; see the server log",
+                )
+            }
+        }
+    }
+}
+
+/// `{"ok": false, "error": message}` plus the empty collection CPersona's refusal of this tool
+/// carries, so an agent that reads `messages` or `result` keeps working.
+pub(crate) fn refusal_body(tool: &str, message: &str) -> Value {
+    let mut body = json!({ "ok": false, "error": message });
+    let extra = match tool {
+        "store" => json!({ "result": "rejected", "reason": message }),
+        "recall" | "recall_with_context" => json!({ "messages": [] }),
+        "list_memories" => json!({ "memories": [], "count": 0 }),
+        "list_episodes" => json!({ "episodes": [], "count": 0 }),
+        "archive_episode" => json!({ "episode_id": null }),
+        "reconstruct" => json!({ "items": [], "returned_count": 0 }),
+        _ => json!({}),
+    };
+    if let (Some(body), Value::Object(extra)) = (body.as_object_mut(), extra) {
+        body.extend(extra);
+    }
+    body
+}
+
+fn refusal(tool: &str, message: &str) -> CallToolResult {
+    CallToolResult::error(vec![ContentBlock::text(
+        refusal_body(tool, message).to_string(),
+    )])
+}
+
+/// `_meta` that asks clients which defer tool loading to load this tool up front
+/// (CPersona sets it on `store`, `archive_episode` and `reconstruct`).
+pub(crate) fn always_load() -> MetaObject {
+    let mut meta = JsonObject::new();
+    meta.insert("anthropic/alwaysLoad".to_owned(), Value::Bool(true));
+    MetaObject(meta)
+}
+
+#[tool_handler(router = self.tool_router)]
+impl ServerHandler for McpServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("cpersona", env!("CARGO_PKG_VERSION")))
+            .with_instructions(SERVER_INSTRUCTIONS)
+    }
+}

@@ -1,0 +1,38 @@
+//! Health tools: check_health, get_queue_status. Handlers only route.
+
+use rmcp::model::{CallToolResult, JsonObject};
+use rmcp::{tool, tool_router};
+
+use crate::mcp::validate::input_schema;
+use crate::mcp::{McpServer, wire};
+
+const CHECK_HEALTH: &str = "Check the store for problems (`agent_id` \"\" = all agents; `checks` \
+to run only some); `fix: true` repairs what can be repaired. Returns {status: \
+healthy|degraded|unhealthy, issues: [{type, check, severity, hint?, ...}], stats, ...}.";
+const QUEUE_STATUS: &str = "How many embeddings are waiting to be computed (rows stored while \
+the embedder was unreachable). Returns {enabled, pending, ...}.";
+
+#[tool_router(router = health_router, vis = "pub(crate)")]
+impl McpServer {
+    #[tool(
+        name = "check_health",
+        description = CHECK_HEALTH,
+        input_schema = input_schema::<wire::CheckHealthArgs>(),
+        annotations(read_only_hint = false, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
+    )]
+    async fn check_health(&self, args: JsonObject) -> CallToolResult {
+        self.call("check_health", args, |b, a| b.check_health(a))
+            .await
+    }
+
+    #[tool(
+        name = "get_queue_status",
+        description = QUEUE_STATUS,
+        input_schema = input_schema::<wire::NoArgs>(),
+        annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
+    )]
+    async fn get_queue_status(&self, args: JsonObject) -> CallToolResult {
+        self.call("get_queue_status", args, |b, a| b.get_queue_status(a))
+            .await
+    }
+}

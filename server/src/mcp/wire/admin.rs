@@ -1,0 +1,193 @@
+//! Wire types of the portability, quality, health and session tools (export, import, merge,
+//! calibration, precision, health, persistence). Types only; no logic.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+fn default_sample_size() -> u32 {
+    200
+}
+fn default_z_factor() -> f64 {
+    1.0
+}
+fn default_percentile() -> f64 {
+    0.95
+}
+fn default_ttl() -> u32 {
+    1800
+}
+
+/// `export_memories`.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ExportArgs {
+    /// The agent; "" exports every agent.
+    #[serde(default)]
+    #[schemars(length(max = 256))]
+    pub agent_id: String,
+    /// Where to write the JSONL file (inside `CPERSONA_EXPORT_DIR` when set; no `..`).
+    #[schemars(length(min = 1, max = 4096))]
+    pub output_path: String,
+    /// Include embeddings (base64), so an import needs no re-embedding.
+    #[serde(default)]
+    pub include_embeddings: bool,
+}
+
+/// `import_memories`.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ImportArgs {
+    /// A JSONL file written by `export_memories`.
+    #[schemars(length(min = 1, max = 4096))]
+    pub input_path: String,
+    /// Import every row under this agent instead of the one in the file.
+    #[serde(default)]
+    #[schemars(length(max = 256))]
+    pub target_agent_id: String,
+    /// Count what would be imported, write nothing.
+    #[serde(default)]
+    pub dry_run: bool,
+}
+
+/// Conflict strategy of `merge_memories` (only `skip`).
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum MergeStrategy {
+    #[default]
+    Skip,
+}
+
+/// `copy` keeps the source rows; `move` deletes the merged ones.
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum MergeMode {
+    #[default]
+    Copy,
+    Move,
+}
+
+/// `merge_memories`.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MergeArgs {
+    #[schemars(length(min = 1, max = 256))]
+    pub source_agent_id: String,
+    /// Must differ from the source.
+    #[schemars(length(min = 1, max = 256))]
+    pub target_agent_id: String,
+    /// What to do with a duplicate (only `skip`).
+    #[serde(default)]
+    pub strategy: MergeStrategy,
+    /// `copy` keeps the source rows; `move` deletes those merged.
+    #[serde(default)]
+    pub mode: MergeMode,
+    /// Count what would change, write nothing.
+    #[serde(default)]
+    pub dry_run: bool,
+}
+
+/// How `calibrate_threshold` picks the threshold.
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum CalibrationMethod {
+    #[default]
+    Separation,
+    Percentile,
+    Zscore,
+}
+
+/// `calibrate_threshold`.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CalibrateArgs {
+    /// The agent; "" calibrates the global threshold.
+    #[schemars(length(max = 256))]
+    pub agent_id: String,
+    #[serde(default = "default_sample_size")]
+    #[schemars(range(min = 1, max = 2000))]
+    pub sample_size: u32,
+    #[serde(default = "default_z_factor")]
+    #[schemars(range(min = -10.0, max = 10.0))]
+    pub z_factor: f64,
+    /// How the threshold is picked.
+    #[serde(default)]
+    pub method: CalibrationMethod,
+    /// A fraction (0.95) or a percent (95).
+    #[serde(default = "default_percentile")]
+    #[schemars(range(min = 0.0, max = 100.0))]
+    pub percentile: f64,
+}
+
+/// A recall precision preset; "" with `beta` ≤ 0 clears the override.
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum PrecisionArg {
+    Strict,
+    Balanced,
+    Lenient,
+    #[default]
+    #[serde(rename = "")]
+    Unset,
+}
+
+/// `set_recall_precision`.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SetPrecisionArgs {
+    /// The agent whose memory this is; agents never share rows.
+    #[schemars(length(min = 1, max = 256))]
+    pub agent_id: String,
+    /// `strict`, `balanced`, `lenient`, or "" to clear.
+    #[serde(default)]
+    pub precision: PrecisionArg,
+    /// A raw β (> 0 overrides the preset).
+    #[serde(default)]
+    #[schemars(range(min = 0.0, max = 100.0))]
+    pub beta: f64,
+}
+
+/// `check_health`.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CheckHealthArgs {
+    /// The agent; "" checks every agent.
+    #[serde(default)]
+    #[schemars(length(max = 256))]
+    pub agent_id: String,
+    /// Repair what can be repaired.
+    #[serde(default)]
+    pub fix: bool,
+    /// Run only these checks (unknown names are refused).
+    #[serde(default)]
+    #[schemars(length(max = 64))]
+    pub checks: Vec<String>,
+}
+
+/// Tools with no arguments (`get_queue_status`).
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NoArgs {}
+
+/// `pause_persistence`.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PauseArgs {
+    /// How long writes are skipped, in seconds.
+    #[serde(default = "default_ttl")]
+    #[schemars(range(min = 1, max = 86_400))]
+    pub ttl_seconds: u32,
+    /// Opaque per-session partition hint (not auth, not a filter).
+    #[serde(default)]
+    #[schemars(length(max = 256))]
+    pub session_key: String,
+}
+
+/// `resume_persistence`, `persistence_status`.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SessionArgs {
+    /// Opaque per-session partition hint (not auth, not a filter).
+    #[serde(default)]
+    #[schemars(length(max = 256))]
+    pub session_key: String,
+}

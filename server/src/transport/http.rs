@@ -1,0 +1,193 @@
+//! Streamable HTTP at `/mcp`: a bearer token checked in constant time before anything else
+//! (401 with nothing written on a missing or wrong token), a request body limit, and the
+//! Origin/Host checks the MCP spec asks for against DNS rebinding. It refuses to start
+//! without a token unless unauthenticated HTTP was asked for explicitly.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::{Request, State};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use subtle::ConstantTimeEq;
+
+use crate::mcp::McpServer;
+
+/// The security settings of the HTTP transport, resolved from configuration.
+#[derive(Clone, Debug)]
+pub struct HttpSecurity {
+    /// The bearer token; `None` serves without authentication (only when explicitly allowed).
+    pub auth_token: Option<String>,
+    /// Largest request body in bytes (413 above).
+    pub max_body_bytes: usize,
+    /// Browser Origins allowed besides the loopback ones.
+    pub extra_allowed_origins: Vec<String>,
+    /// `Host` header values allowed besides the loopback ones.
+    pub extra_allowed_hosts: Vec<String>,
+}
+
+/// Why the HTTP transport will not start.
+#[derive(Debug, thiserror::Error)]
+pub enum HttpStartError {
+    /// No token and no explicit opt-out.
+    #[error(
+        "refusing to serve HTTP without CPERSONA_AUTH_TOKEN: set it to a long random secret \
+         (clients send `Authorization: Bearer <token>`), or set \
+         CPERSONA_ALLOW_UNAUTHENTICATED_HTTP=true to serve without authentication"
+    )]
+    NoToken,
+    /// The token is too short to be a secret.
+    #[error("CPERSONA_AUTH_TOKEN is {len} characters; use at least 16")]
+    ShortToken { len: usize },
+}
+
+/// The token to require, or `None` when unauthenticated HTTP was asked for. Applies on every
+/// bind address, loopback included.
+pub fn resolve_auth(
+    token: Option<String>,
+    allow_unauthenticated: bool,
+) -> Result<Option<String>, HttpStartError> {
+    match token {
+        Some(token) if token.chars().count() < 16 => Err(HttpStartError::ShortToken {
+            len: token.chars().count(),
+        }),
+        Some(token) => Ok(Some(token)),
+        None if allow_unauthenticated => {
+            tracing::warn!(
+                "serving HTTP WITHOUT authentication (CPERSONA_ALLOW_UNAUTHENTICATED_HTTP=true)"
+            );
+            Ok(None)
+        }
+        None => Err(HttpStartError::NoToken),
+    }
+}
+
+/// Origins of pages served from this machine, any port.
+const LOOPBACK_ORIGINS: &[&str] = &[
+    "http://localhost:*",
+    "https://localhost:*",
+    "http://127.0.0.1:*",
+    "https://127.0.0.1:*",
+    "http://[::1]:*",
+    "https://[::1]:*",
+];
+
+/// The axum app: `/mcp` behind the token check. `bound` is the address the listener is on.
+pub fn router(server: McpServer, security: &HttpSecurity, bound: SocketAddr) -> Router {
+    let mut origins: Vec<String> = LOOPBACK_ORIGINS.iter().map(|o| (*o).to_owned()).collect();
+    origins.extend(security.extra_allowed_origins.iter().cloned());
+    let mut config = StreamableHttpServerConfig::default()
+        .with_legacy_session_mode(false)
+        .with_json_response(true)
+        .with_max_request_body_bytes(security.max_body_bytes)
+        .with_allowed_origins(origins)
+        .enforce_origin_validation();
+    if bound.ip().is_unspecified() && security.extra_allowed_hosts.is_empty() {
+        tracing::warn!(
+            "bound to every interface with no CPERSONA_HTTP_ALLOWED_HOSTS: the Host check is off \
+             (the bearer token still guards every request)"
+        );
+        config = config.disable_allowed_hosts();
+    } else {
+        let mut hosts: Vec<String> = vec!["localhost".into(), "127.0.0.1".into(), "::1".into()];
+        if !bound.ip().is_loopback() && !bound.ip().is_unspecified() {
+            hosts.push(bound.ip().to_string());
+        }
+        hosts.extend(security.extra_allowed_hosts.iter().cloned());
+        config = config.with_allowed_hosts(hosts);
+    }
+    let service = StreamableHttpService::new(
+        move || Ok(server.clone()),
+        Arc::new(LocalSessionManager::default()),
+        config,
+    );
+    let token = Arc::new(security.auth_token.clone());
+    Router::new()
+        .nest_service("/mcp", service)
+        .layer(middleware::from_fn_with_state(token, require_bearer))
+}
+
+/// 401 unless the request carries `Authorization: Bearer <token>`; the comparison takes the
+/// same time wherever the first differing byte is.
+async fn require_bearer(
+    State(token): State<Arc<Option<String>>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let Some(expected) = token.as_deref() else {
+        return next.run(request).await;
+    };
+    let presented = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .unwrap_or("");
+    if bool::from(presented.as_bytes().ct_eq(expected.as_bytes())) && !presented.is_empty() {
+        return next.run(request).await;
+    }
+    tracing::warn!(path = %request.uri().path(), "rejected a request without a valid bearer token");
+    let mut response = (
+        StatusCode::UNAUTHORIZED,
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        )],
+        r#"{"error":"unauthorized"}"#,
+    )
+        .into_response();
+    response
+        .headers_mut()
+        .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+    response
+}
+
+/// Bind `addr` and serve until Ctrl-C / SIGTERM.
+pub async fn serve(
+    server: McpServer,
+    security: HttpSecurity,
+    addr: SocketAddr,
+) -> anyhow::Result<()> {
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|e| anyhow::anyhow!("cannot listen on {addr}: {e}"))?;
+    let bound = listener.local_addr()?;
+    let app = router(server, &security, bound);
+    tracing::info!(%bound, "serving MCP over streamable HTTP at http://{bound}/mcp");
+    axum::serve(listener, app)
+        .with_graceful_shutdown(shutdown_signal())
+        .await?;
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        if let Err(e) = tokio::signal::ctrl_c().await {
+            tracing::error!(%e, "cannot listen for Ctrl-C");
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut sig) => {
+                sig.recv().await;
+            }
+            Err(e) => {
+                tracing::error!(%e, "cannot listen for SIGTERM");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {},
+        () = terminate => {},
+    }
+    tracing::info!("shutting down");
+}
