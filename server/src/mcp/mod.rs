@@ -3,6 +3,8 @@
 //! blocking thread → one JSON text content). No ranking or storage logic lives here.
 
 pub mod backend;
+pub mod engine_backend;
+mod engine_health;
 mod tools;
 pub mod unwired;
 pub(crate) mod validate;

@@ -1,0 +1,365 @@
+//! The backend the binary runs: each validated wire input becomes the engine's request struct,
+//! each engine outcome (already in CPersona's response shape) becomes the JSON body as is.
+//! It holds no ranking or storage logic, and never answers a tool the engine cannot serve
+//! with anything but a clear `ok: false`.
+
+use std::sync::Arc;
+
+use cpersona_engine::embed::Embedder;
+use cpersona_engine::{
+    ArchiveEpisodeRequest, DeleteEpisodeRequest, Engine, ExportRequest, ImportRequest,
+    ListEpisodesRequest, ListMemoriesRequest, MemoryIdRequest, MergeMode, MergeRequest,
+    StoreRequest, UpdateMemoryRequest, UpdateProfileRequest,
+};
+use serde::Serialize;
+use serde_json::{Map, Value, json};
+
+use crate::config::{Precision, RecallSettings};
+use crate::mcp::backend::{ToolBackend, ToolError, ToolResult};
+use crate::mcp::wire;
+
+/// Answers every tool from one [`Engine`].
+pub struct EngineBackend {
+    engine: Arc<Engine>,
+    embedder: Arc<dyn Embedder>,
+    recall: RecallSettings,
+}
+
+impl EngineBackend {
+    /// A backend over `engine`, whose embedder is `embedder` (kept for health and advisories),
+    /// with the process-wide recall settings.
+    pub fn new(
+        engine: Arc<Engine>,
+        embedder: Arc<dyn Embedder>,
+        recall: RecallSettings,
+    ) -> EngineBackend {
+        EngineBackend {
+            engine,
+            embedder,
+            recall,
+        }
+    }
+
+    /// The engine this backend serves.
+    pub fn engine(&self) -> &Arc<Engine> {
+        &self.engine
+    }
+
+    /// CPersona's `advisory` object when semantic recall is degraded, else `None`.
+    fn advisory(&self) -> Option<Value> {
+        embedder_advisory(self.embedder.as_ref())
+    }
+
+    /// `body` with the embedder advisory attached when there is one.
+    fn with_advisory(&self, mut body: Value) -> Value {
+        if let (Some(advisory), Some(object)) = (self.advisory(), body.as_object_mut()) {
+            object.insert("advisory".to_owned(), advisory);
+        }
+        body
+    }
+}
+
+/// CPersona's degraded advisory (`{degraded, severity, reason, evidence, runbook}`), when the
+/// embedder reports itself degraded (hash fallback, failing remote).
+pub fn embedder_advisory(embedder: &dyn Embedder) -> Option<Value> {
+    match embedder.health() {
+        cpersona_engine::embed::EmbedHealth::Healthy => None,
+        cpersona_engine::embed::EmbedHealth::Degraded {
+            severity,
+            reason,
+            evidence,
+            advisory,
+        } => Some(json!({
+            "degraded": true,
+            "severity": severity.as_str(),
+            "reason": reason,
+            "evidence": evidence,
+            "runbook": advisory,
+        })),
+    }
+}
+
+/// Maps an engine failure: the caller's fault is sent as is, ours is logged in full.
+fn engine_error(err: cpersona_engine::Error) -> ToolError {
+    if err.is_user_error() {
+        ToolError::user(err.to_string())
+    } else {
+        ToolError::internal(err.to_string())
+    }
+}
+
+/// Serialises an engine outcome as the tool's body.
+fn body<T: Serialize>(outcome: cpersona_engine::Result<T>) -> ToolResult {
+    let outcome = outcome.map_err(engine_error)?;
+    serde_json::to_value(outcome)
+        .map_err(|err| ToolError::internal(format!("cannot encode the response: {err}")))
+}
+
+fn not_yet(tool: &str, why: &str) -> ToolResult {
+    Err(ToolError::user(format!(
+        "{tool} is not available in this build yet: {why}"
+    )))
+}
+
+fn object(map: Option<Map<String, Value>>) -> Option<Value> {
+    map.map(Value::Object)
+}
+
+fn source(source: Option<wire::Source>) -> Result<Option<Value>, ToolError> {
+    source
+        .map(|s| serde_json::to_value(s).map_err(|err| ToolError::internal(err.to_string())))
+        .transpose()
+}
+
+fn precision_label(precision: Precision) -> &'static str {
+    match precision {
+        Precision::Strict => "strict",
+        Precision::Balanced => "balanced",
+        Precision::Lenient => "lenient",
+    }
+}
+
+impl ToolBackend for EngineBackend {
+    fn store(&self, args: wire::StoreArgs) -> ToolResult {
+        let mut req = StoreRequest {
+            agent_id: args.agent_id,
+            lock: args.lock,
+            channel: args.channel,
+            project_id: args.project_id,
+            session_key: args.session_key,
+            ..StoreRequest::default()
+        };
+        match args.message {
+            // The legacy form: validation made sure the top-level fields are absent.
+            Some(message) => {
+                req.content = message.content;
+                req.msg_id = message.id.unwrap_or_default();
+                req.source = source(message.source)?;
+                req.timestamp = message.timestamp;
+                req.metadata = object(message.metadata);
+            }
+            None => {
+                req.content = args.content.unwrap_or_default();
+                req.msg_id = args.id.unwrap_or_default();
+                req.source = source(args.source)?;
+                req.timestamp = args.timestamp;
+                req.metadata = object(args.metadata);
+            }
+        }
+        if args.associations.is_some() {
+            return not_yet(
+                "store with associations",
+                "declared associations need the association issue; store without them",
+            );
+        }
+        Ok(self.with_advisory(body(self.engine.store(&req))?))
+    }
+
+    fn recall(&self, _args: wire::RecallArgs) -> ToolResult {
+        not_yet("recall", "the recall pipeline is not wired into the engine")
+    }
+
+    fn recall_with_context(&self, _args: wire::RecallWithContextArgs) -> ToolResult {
+        not_yet(
+            "recall_with_context",
+            "the recall pipeline is not wired into the engine",
+        )
+    }
+
+    fn get_contents(&self, _args: wire::GetContentsArgs) -> ToolResult {
+        not_yet("get_contents", "the engine cannot expand refs yet")
+    }
+
+    fn archive_episode(&self, args: wire::ArchiveEpisodeArgs) -> ToolResult {
+        let req = ArchiveEpisodeRequest {
+            agent_id: args.agent_id,
+            summary: args.summary,
+            history: args.history.into_iter().map(Value::Object).collect(),
+            keywords: args.keywords,
+            resolved: args.resolved,
+            project_id: args.project_id,
+            channel: args.channel,
+            session_key: args.session_key,
+        };
+        body(self.engine.archive_episode(&req))
+    }
+
+    fn update_memory(&self, args: wire::UpdateMemoryArgs) -> ToolResult {
+        let req = UpdateMemoryRequest {
+            memory_id: args.memory_id,
+            content: args.content,
+            agent_id: args.agent_id,
+            session_key: args.session_key,
+        };
+        body(self.engine.update_memory(&req))
+    }
+
+    fn delete_memory(&self, args: wire::MemoryIdArgs) -> ToolResult {
+        body(self.engine.delete_memory(&memory_id(args)))
+    }
+
+    fn delete_episode(&self, args: wire::EpisodeIdArgs) -> ToolResult {
+        let req = DeleteEpisodeRequest {
+            episode_id: args.episode_id,
+            agent_id: args.agent_id,
+            session_key: args.session_key,
+        };
+        body(self.engine.delete_episode(&req))
+    }
+
+    fn lock_memory(&self, args: wire::MemoryIdArgs) -> ToolResult {
+        body(self.engine.lock_memory(&memory_id(args)))
+    }
+
+    fn unlock_memory(&self, args: wire::MemoryIdArgs) -> ToolResult {
+        body(self.engine.unlock_memory(&memory_id(args)))
+    }
+
+    fn get_profile(&self, args: wire::AgentArgs) -> ToolResult {
+        body(self.engine.get_profile(&args.agent_id))
+    }
+
+    fn update_profile(&self, args: wire::UpdateProfileArgs) -> ToolResult {
+        let req = UpdateProfileRequest {
+            agent_id: args.agent_id,
+            profile: args.profile,
+            session_key: args.session_key,
+        };
+        body(self.engine.update_profile(&req))
+    }
+
+    fn list_memories(&self, args: wire::ListMemoriesArgs) -> ToolResult {
+        let req = ListMemoriesRequest {
+            agent_id: args.agent_id,
+            limit: args.limit as usize,
+            offset: 0,
+            project_id: args.project_id,
+        };
+        body(self.engine.list_memories(&req))
+    }
+
+    fn list_episodes(&self, args: wire::ListEpisodesArgs) -> ToolResult {
+        let req = ListEpisodesRequest {
+            agent_id: args.agent_id,
+            limit: args.limit as usize,
+            offset: 0,
+            project_id: args.project_id,
+        };
+        body(self.engine.list_episodes(&req))
+    }
+
+    fn delete_agent_data(&self, args: wire::DeleteAgentDataArgs) -> ToolResult {
+        body(
+            self.engine
+                .delete_agent_data(&args.agent_id, &args.session_key),
+        )
+    }
+
+    fn export_memories(&self, args: wire::ExportArgs) -> ToolResult {
+        let req = ExportRequest {
+            agent_id: args.agent_id,
+            output_path: args.output_path.into(),
+            include_embeddings: args.include_embeddings,
+        };
+        body(self.engine.export_memories(&req))
+    }
+
+    fn import_memories(&self, args: wire::ImportArgs) -> ToolResult {
+        let req = ImportRequest {
+            input_path: args.input_path.into(),
+            target_agent_id: args.target_agent_id,
+            dry_run: args.dry_run,
+            session_key: String::new(),
+        };
+        body(self.engine.import_memories(&req))
+    }
+
+    fn merge_memories(&self, args: wire::MergeArgs) -> ToolResult {
+        let req = MergeRequest {
+            source_agent_id: args.source_agent_id,
+            target_agent_id: args.target_agent_id,
+            strategy: "skip".to_owned(),
+            mode: match args.mode {
+                wire::MergeMode::Copy => MergeMode::Copy,
+                wire::MergeMode::Move => MergeMode::Move,
+            },
+            dry_run: args.dry_run,
+            session_key: String::new(),
+        };
+        body(self.engine.merge_memories(&req))
+    }
+
+    fn calibrate_threshold(&self, _args: wire::CalibrateArgs) -> ToolResult {
+        not_yet(
+            "calibrate_threshold",
+            "the engine's calibration is not wired yet; the configured gate applies",
+        )
+    }
+
+    fn set_recall_precision(&self, _args: wire::SetPrecisionArgs) -> ToolResult {
+        not_yet(
+            "set_recall_precision",
+            "a per-agent precision must be stored with the agent's calibration, which the \
+             engine does not expose yet; set CPERSONA_RECALL_PRECISION for the whole server",
+        )
+    }
+
+    fn get_recall_precision(&self, args: wire::AgentArgs) -> ToolResult {
+        let global_beta = if self.recall.fused_gate_beta > 0.0 {
+            self.recall.fused_gate_beta
+        } else {
+            self.recall.precision.beta()
+        };
+        let label = if self.recall.fused_gate_beta > 0.0 {
+            "custom"
+        } else {
+            precision_label(self.recall.precision)
+        };
+        // No per-agent override can exist while set_recall_precision is unavailable.
+        Ok(json!({
+            "ok": true,
+            "agent_id": args.agent_id,
+            "precision": label,
+            "beta": global_beta,
+            "overridden": false,
+            "global_precision": label,
+            "global_beta": global_beta,
+        }))
+    }
+
+    fn check_health(&self, args: wire::CheckHealthArgs) -> ToolResult {
+        crate::mcp::engine_health::check_health(self, args)
+    }
+
+    fn get_queue_status(&self, _args: wire::NoArgs) -> ToolResult {
+        body(self.engine.get_queue_status())
+    }
+
+    fn pause_persistence(&self, args: wire::PauseArgs) -> ToolResult {
+        let ttl = Some(u64::from(args.ttl_seconds));
+        body(Ok(self.engine.pause_persistence(ttl, &args.session_key)))
+    }
+
+    fn resume_persistence(&self, args: wire::SessionArgs) -> ToolResult {
+        body(Ok(self.engine.resume_persistence(&args.session_key)))
+    }
+
+    fn persistence_status(&self, args: wire::SessionArgs) -> ToolResult {
+        body(Ok(self.engine.persistence_status(&args.session_key)))
+    }
+}
+
+fn memory_id(args: wire::MemoryIdArgs) -> MemoryIdRequest {
+    MemoryIdRequest {
+        memory_id: args.memory_id,
+        agent_id: args.agent_id,
+        session_key: args.session_key,
+    }
+}
+
+impl EngineBackend {
+    /// The embedder (for `check_health`).
+    pub(crate) fn embedder(&self) -> &dyn Embedder {
+        self.embedder.as_ref()
+    }
+}

@@ -1,0 +1,181 @@
+//! `check_health` over the engine, and the store statistics `cpersona check` prints: schema
+//! version, SQLite integrity, row counts, the embedding queue and the embedder's identity and
+//! health, in CPersona's `{issues, severity_summary, status, stats}` shape. It reads through
+//! its own read-only connection and repairs only by draining the embedding queue.
+
+use std::path::Path;
+
+use rusqlite::{Connection, OpenFlags};
+use serde_json::{Value, json};
+
+use crate::mcp::backend::{ToolError, ToolResult};
+use crate::mcp::engine_backend::{EngineBackend, embedder_advisory};
+use crate::mcp::wire;
+
+/// The checks this build runs, in order.
+pub(crate) const CHECKS: &[&str] = &["schema_version", "integrity", "embedding_queue", "embedder"];
+/// Queued rows one `fix=true` run embeds at most (CPersona re-embeds ≤500 rows per run).
+const FIX_MAX_ROWS: usize = 500;
+
+/// Row counts and file facts of a store.
+#[derive(Clone, Debug, serde::Serialize)]
+pub(crate) struct StoreStats {
+    pub(crate) schema_version: u32,
+    pub(crate) supported_schema_version: u32,
+    pub(crate) db_size_bytes: u64,
+    pub(crate) memories: i64,
+    pub(crate) episodes: i64,
+    pub(crate) profiles: i64,
+    pub(crate) pending_tasks: i64,
+    pub(crate) memories_without_vector: i64,
+    /// `"ok"` or SQLite's first complaints (`PRAGMA quick_check`, at most 10 lines).
+    pub(crate) integrity: Vec<String>,
+}
+
+/// Reads [`StoreStats`] through a fresh read-only connection (the engine must have opened and
+/// migrated the file first).
+pub(crate) fn store_stats(db_path: &Path, agent_id: &str) -> rusqlite::Result<StoreStats> {
+    let conn = Connection::open_with_flags(
+        db_path,
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )?;
+    let count = |table: &str, extra: &str| -> rusqlite::Result<i64> {
+        let filter = if agent_id.is_empty() {
+            String::new()
+        } else {
+            " AND agent_id = ?1".to_owned()
+        };
+        let sql = format!("SELECT COUNT(*) FROM {table} WHERE 1 = 1{extra}{filter}");
+        if agent_id.is_empty() {
+            conn.query_row(&sql, [], |row| row.get(0))
+        } else {
+            conn.query_row(&sql, [agent_id], |row| row.get(0))
+        }
+    };
+    let mut integrity = Vec::new();
+    let mut stmt = conn.prepare("PRAGMA quick_check(10)")?;
+    let mut rows = stmt.query([])?;
+    while let Some(row) = rows.next()? {
+        integrity.push(row.get::<_, String>(0)?);
+    }
+    Ok(StoreStats {
+        schema_version: conn.pragma_query_value(None, "user_version", |row| row.get(0))?,
+        supported_schema_version: cpersona_engine::db::migrate::supported_version(),
+        db_size_bytes: std::fs::metadata(db_path).map(|m| m.len()).unwrap_or(0),
+        memories: count("memories", "")?,
+        episodes: count("episodes", "")?,
+        profiles: count("profiles", "")?,
+        pending_tasks: count("embedding_queue", "")?,
+        memories_without_vector: count("memories", " AND embedding IS NULL")?,
+        integrity,
+    })
+}
+
+fn issue(check: &str, severity: &str, hint: String, extra: Value) -> Value {
+    let mut issue = json!({"type": check, "check": check, "severity": severity, "hint": hint});
+    if let (Some(object), Value::Object(extra)) = (issue.as_object_mut(), extra) {
+        object.extend(extra);
+    }
+    issue
+}
+
+/// `check_health`.
+pub(crate) fn check_health(backend: &EngineBackend, args: wire::CheckHealthArgs) -> ToolResult {
+    if let Some(unknown) = args.checks.iter().find(|c| !CHECKS.contains(&c.as_str())) {
+        return Err(ToolError::user(format!(
+            "unknown check {unknown:?}; this build runs {}",
+            CHECKS.join(", ")
+        )));
+    }
+    let selected = |name: &str| args.checks.is_empty() || args.checks.iter().any(|c| c == name);
+    let engine = backend.engine();
+    let mut fixed = 0usize;
+    if args.fix && selected("embedding_queue") {
+        let drained = engine
+            .drain_embedding_queue_now(FIX_MAX_ROWS)
+            .map_err(|e| ToolError::internal(e.to_string()))?;
+        fixed = drained.embedded;
+    }
+    let stats = store_stats(&engine.config().db_path, &args.agent_id)
+        .map_err(|e| ToolError::internal(format!("cannot read the store: {e}")))?;
+    let queue = engine
+        .get_queue_status()
+        .map_err(|e| ToolError::internal(e.to_string()))?;
+    let mut issues = Vec::new();
+    if selected("schema_version") && stats.schema_version != stats.supported_schema_version {
+        issues.push(issue(
+            "schema_version",
+            "critical",
+            format!(
+                "schema version {} differs from this build's {}",
+                stats.schema_version, stats.supported_schema_version
+            ),
+            json!({}),
+        ));
+    }
+    if selected("integrity") && stats.integrity != ["ok"] {
+        issues.push(issue(
+            "integrity",
+            "critical",
+            "SQLite reports corruption: restore from a backup or export what still reads".into(),
+            json!({"details": stats.integrity}),
+        ));
+    }
+    if selected("embedding_queue") && queue.pending > 0 {
+        issues.push(issue(
+            "embedding_queue",
+            if queue.exhausted > 0 { "warn" } else { "info" },
+            "rows wait for their embedding; they fill in the background while the embedder \
+             answers (check_health with fix=true embeds up to 500 now)"
+                .into(),
+            json!({"count": queue.pending, "exhausted": queue.exhausted, "repairable": true}),
+        ));
+    }
+    let identity = backend.embedder().identity().clone();
+    let advisory = embedder_advisory(backend.embedder());
+    if selected("embedder") {
+        if let Some(advisory) = &advisory {
+            let severity = if advisory["severity"] == "fault" { "warn" } else { "info" };
+            issues.push(issue(
+                "embedder",
+                severity,
+                advisory["reason"].as_str().unwrap_or_default().to_owned(),
+                json!({"advisory": advisory}),
+            ));
+        }
+    }
+    let count = |severity: &str| issues.iter().filter(|i| i["severity"] == severity).count();
+    let (critical, warn, info) = (count("critical"), count("warn"), count("info"));
+    let status = if critical > 0 {
+        "unhealthy"
+    } else if warn > 0 {
+        "degraded"
+    } else {
+        "healthy"
+    };
+    let checks_run: Vec<&str> = CHECKS.iter().copied().filter(|c| selected(c)).collect();
+    Ok(json!({
+        "ok": true,
+        "total_memories": stats.memories,
+        "issues": issues,
+        "severity_summary": {"critical": critical, "warn": warn, "info": info},
+        "status": status,
+        "fixed": fixed,
+        "checks_run": checks_run,
+        "stats": {
+            "db_size_bytes": stats.db_size_bytes,
+            "schema_version": stats.schema_version,
+            "memories": stats.memories,
+            "episodes": stats.episodes,
+            "profiles": stats.profiles,
+            "pending_tasks": stats.pending_tasks,
+            "memories_without_vector": stats.memories_without_vector,
+        },
+        "embedder": {
+            "model_id": identity.model_id,
+            "dim": identity.dim,
+            "window_tokens": identity.window_tokens,
+            "healthy": advisory.is_none(),
+        },
+    }))
+}
