@@ -50,11 +50,20 @@ pub(crate) fn router(embedder: Shared) -> Router {
         .with_state(embedder)
 }
 
-fn error(status: StatusCode, message: impl std::fmt::Display) -> Response {
-    (status, axum::Json(json!({ "error": message.to_string() }))).into_response()
+/// A refused request: its status and a one-line reason, sent as `{"error": reason}`.
+struct ApiError(StatusCode, String);
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        (self.0, axum::Json(json!({ "error": self.1 }))).into_response()
+    }
 }
 
-fn parse(body: &Bytes) -> Result<TextsRequest, Response> {
+fn error(status: StatusCode, message: impl std::fmt::Display) -> ApiError {
+    ApiError(status, message.to_string())
+}
+
+fn parse(body: &Bytes) -> Result<TextsRequest, ApiError> {
     let request: TextsRequest = serde_json::from_slice(body).map_err(|err| {
         error(
             StatusCode::BAD_REQUEST,
@@ -94,7 +103,7 @@ fn token_info_json(infos: Option<Vec<TokenInfo>>) -> Value {
 async fn blocking<T: Send + 'static>(
     embedder: &Shared,
     work: impl FnOnce(&dyn Embedder) -> Result<T, EmbedError> + Send + 'static,
-) -> Result<T, Response> {
+) -> Result<T, ApiError> {
     let embedder = Arc::clone(embedder);
     match tokio::task::spawn_blocking(move || work(embedder.as_ref())).await {
         Ok(Ok(value)) => Ok(value),
@@ -103,11 +112,8 @@ async fn blocking<T: Send + 'static>(
     }
 }
 
-async fn embed(State(embedder): State<Shared>, body: Bytes) -> Response {
-    let request = match parse(&body) {
-        Ok(request) => request,
-        Err(response) => return response,
-    };
+async fn embed(State(embedder): State<Shared>, body: Bytes) -> Result<Response, ApiError> {
+    let request = parse(&body)?;
     let want_info = request.token_info == Some(true);
     let result = blocking(&embedder, move |embedder| {
         let texts: Vec<&str> = request.texts.iter().map(String::as_str).collect();
@@ -119,36 +125,26 @@ async fn embed(State(embedder): State<Shared>, body: Bytes) -> Response {
         };
         Ok((vectors, infos))
     })
-    .await;
-    match result {
-        Ok((vectors, infos)) => {
-            let mut body = json!({
-                "embeddings": vectors,
-                "dimensions": embedder.identity().dim,
-            });
-            if let Some(infos) = infos {
-                body["token_info"] = token_info_json(infos);
-            }
-            axum::Json(body).into_response()
-        }
-        Err(response) => response,
+    .await?;
+    let (vectors, infos) = result;
+    let mut body = json!({
+        "embeddings": vectors,
+        "dimensions": embedder.identity().dim,
+    });
+    if let Some(infos) = infos {
+        body["token_info"] = token_info_json(infos);
     }
+    Ok(axum::Json(body).into_response())
 }
 
-async fn count_tokens(State(embedder): State<Shared>, body: Bytes) -> Response {
-    let request = match parse(&body) {
-        Ok(request) => request,
-        Err(response) => return response,
-    };
-    let result = blocking(&embedder, move |embedder| {
+async fn count_tokens(State(embedder): State<Shared>, body: Bytes) -> Result<Response, ApiError> {
+    let request = parse(&body)?;
+    let infos = blocking(&embedder, move |embedder| {
         let texts: Vec<&str> = request.texts.iter().map(String::as_str).collect();
         embedder.count_tokens(&texts)
     })
-    .await;
-    match result {
-        Ok(infos) => axum::Json(json!({ "token_info": token_info_json(infos) })).into_response(),
-        Err(response) => response,
-    }
+    .await?;
+    Ok(axum::Json(json!({ "token_info": token_info_json(infos) })).into_response())
 }
 
 async fn capabilities(State(embedder): State<Shared>) -> Response {
