@@ -232,7 +232,7 @@ fn default_db_path() -> PathBuf {
 }
 
 /// The default model folder of the builtin embedder: `<user data dir>/cpersona/model`.
-fn default_model_dir() -> PathBuf {
+pub(crate) fn default_model_dir() -> PathBuf {
     dirs::data_dir()
         .map(|d| d.join("cpersona").join("model"))
         .unwrap_or_else(|| PathBuf::from("model"))

@@ -5,5 +5,6 @@
 
 pub mod cli;
 pub mod config;
+mod embed_serve;
 pub mod mcp;
 pub mod transport;

@@ -2,6 +2,8 @@
 //! `embed-serve`. Parses flags, reads configuration once, sets up logging to stderr, and
 //! hands off; it never prints to stdout while serving stdio.
 
+mod admin;
+mod open;
 mod serve;
 
 use std::net::SocketAddr;
@@ -156,14 +158,17 @@ fn run(command: Command, config: Config) -> Result<(), RunError> {
             IndexAction::Rebuild { .. } => "index rebuild",
             IndexAction::Status => "index status",
         }),
-        Command::Import { .. } => not_available("import"),
-        Command::Export { .. } => not_available("export"),
-        Command::Check => not_available("check"),
+        Command::Import {
+            file,
+            target_agent_id,
+            dry_run,
+        } => admin::import(&config, file, target_agent_id, dry_run),
+        Command::Export { file, agent_id } => admin::export(&config, file, agent_id),
+        Command::Check => admin::check(&config),
         Command::Model {
-            action: ModelAction::Install { .. },
-        } => not_available("model install"),
-        // Stub until the embedder helper's `embed_serve::serve` is merged.
-        Command::EmbedServe { .. } => not_available("embed-serve"),
+            action: ModelAction::Install { dir },
+        } => admin::model_install(&config, &dir),
+        Command::EmbedServe { http } => admin::embed_serve(&config, http),
     }
 }
 

@@ -1,13 +1,17 @@
-//! `cpersona serve`: build the backend and the MCP server, then run the chosen transport on a
-//! tokio runtime. HTTP start-up checks (token) run before anything else is opened.
+//! `cpersona serve`: open the engine, build the MCP server over it, start the background
+//! embedding-queue drain, then run the chosen transport on a tokio runtime. HTTP start-up
+//! checks (token) run before anything else is opened.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
-use crate::cli::RunError;
+use cpersona_engine::Engine;
+
+use crate::cli::{RunError, open};
 use crate::config::Config;
 use crate::mcp::McpServer;
-use crate::mcp::unwired::Unwired;
+use crate::mcp::engine_backend::EngineBackend;
 use crate::transport::http::{self, HttpSecurity};
 
 /// Serve over HTTP when `--http` (or `CPERSONA_TRANSPORT=streamable-http`) says so, else stdio.
@@ -27,17 +31,49 @@ pub(crate) fn run(config: Config, http_flag: Option<SocketAddr>) -> Result<(), R
         }),
         None => None,
     };
-    tracing::info!(db = %config.db_path.display(), embedder = ?config.embedder, "starting");
-    // The engine backend replaces this once the engine lands (next wave).
-    let server = McpServer::new(Arc::new(Unwired));
+    tracing::info!(db = %config.db_path.display(), "starting");
+    let (engine, embedder) = open::open(&config)?;
+    let backend = EngineBackend::new(Arc::clone(&engine), embedder, config.recall.clone());
+    let server = McpServer::new(Arc::new(backend));
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
     runtime.block_on(async move {
+        tokio::spawn(drain_queue(engine));
         match (http_addr, security) {
             (Some(addr), Some(security)) => http::serve(server, security, addr).await,
             _ => crate::transport::stdio::serve(server).await,
         }
     })?;
     Ok(())
+}
+
+/// How often the background task looks for queued embeddings.
+const DRAIN_EVERY: Duration = Duration::from_secs(5);
+/// Queued rows embedded per pass: one pass stays short, so the writer lock is never held long.
+const DRAIN_ROWS: usize = 256;
+
+/// Fills queued embeddings while the embedder answers (rows stored while it was down, or
+/// imported without vectors). Runs until the process ends; a failed pass is logged and retried.
+async fn drain_queue(engine: Arc<Engine>) {
+    let mut tick = tokio::time::interval(DRAIN_EVERY);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        let engine = Arc::clone(&engine);
+        match tokio::task::spawn_blocking(move || engine.drain_embedding_queue(DRAIN_ROWS)).await {
+            Ok(Ok(outcome)) if outcome.embedded > 0 || outcome.failed > 0 => {
+                tracing::info!(
+                    embedded = outcome.embedded,
+                    failed = outcome.failed,
+                    remaining = outcome.remaining,
+                    last_error = outcome.last_error.as_deref().unwrap_or(""),
+                    "embedding queue pass"
+                );
+            }
+            Ok(Ok(_)) => {}
+            Ok(Err(err)) => tracing::warn!(%err, "embedding queue pass failed"),
+            Err(err) => tracing::error!(%err, "embedding queue pass panicked"),
+        }
+    }
 }

@@ -4,7 +4,7 @@
 
 pub mod backend;
 pub mod engine_backend;
-mod engine_health;
+pub(crate) mod engine_health;
 mod tools;
 pub mod unwired;
 pub(crate) mod validate;

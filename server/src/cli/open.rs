@@ -1,0 +1,87 @@
+//! Turns the parsed configuration into the engine's typed settings, builds the embedder and
+//! opens the store (creating its folder). The one place the CLI meets `Engine::open`; it never
+//! reads the environment itself.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use cpersona_engine::embed::{self, Embedder, RemoteOptions};
+use cpersona_engine::{Engine, EngineConfig};
+
+use crate::cli::RunError;
+use crate::config::{Config, EmbedderConfig};
+
+/// Window assumed for an OpenAI-compatible endpoint, which cannot report its own.
+const API_WINDOW_TOKENS: usize = 512;
+
+/// The engine settings the configuration asks for.
+pub(crate) fn engine_config(config: &Config) -> EngineConfig {
+    let mut engine = EngineConfig::new(config.db_path.clone());
+    engine.max_content_chars = config.writes.max_content_chars;
+    engine.max_profile_chars = config.writes.max_profile_chars;
+    engine.max_metadata_chars = config.writes.max_metadata_chars;
+    engine.max_import_bytes = config.max_import_bytes;
+    engine.export_dir = config.export_dir.clone();
+    engine
+}
+
+/// The embedder the configuration names. `CPERSONA_EMBEDDING_MODE=none` runs the hashed
+/// n-gram fallback, which reports itself degraded (recall says so in its `advisory`).
+pub(crate) fn embedder_config(config: &EmbedderConfig) -> embed::EmbedderConfig {
+    let options = |timeout_secs: u64| RemoteOptions {
+        timeout: Duration::from_secs(timeout_secs),
+        ..RemoteOptions::default()
+    };
+    match config {
+        EmbedderConfig::Builtin { model_dir } => embed::EmbedderConfig::Builtin {
+            model_dir: model_dir.clone(),
+        },
+        EmbedderConfig::None => embed::EmbedderConfig::Hash,
+        EmbedderConfig::Http { url, timeout_secs } => embed::EmbedderConfig::Http {
+            url: url.clone(),
+            model: None,
+            dim: None,
+            window_tokens: None,
+            options: options(*timeout_secs),
+        },
+        EmbedderConfig::Api {
+            url,
+            api_key,
+            model,
+            timeout_secs,
+        } => embed::EmbedderConfig::OpenAi {
+            url: url.clone(),
+            model: model.clone(),
+            api_key: api_key.clone(),
+            dim: None,
+            window_tokens: API_WINDOW_TOKENS,
+            options: options(*timeout_secs),
+        },
+    }
+}
+
+/// Builds the configured embedder.
+pub(crate) fn build_embedder(config: &Config) -> Result<Arc<dyn Embedder>, RunError> {
+    let embedder = embed::from_config(&embedder_config(&config.embedder))
+        .context("cannot start the embedder")
+        .map_err(RunError::config)?;
+    let identity = embedder.identity();
+    tracing::info!(model = %identity.model_id, dim = identity.dim, "embedder ready");
+    if let embed::EmbedHealth::Degraded { reason, .. } = embedder.health() {
+        tracing::warn!(%reason, "semantic recall is degraded");
+    }
+    Ok(embedder)
+}
+
+/// Builds the embedder and opens (creating and migrating) the store.
+pub(crate) fn open(config: &Config) -> Result<(Arc<Engine>, Arc<dyn Embedder>), RunError> {
+    let embedder = build_embedder(config)?;
+    if let Some(parent) = config.db_path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent)
+            .with_context(|| format!("cannot create the database folder {}", parent.display()))?;
+    }
+    let engine = Engine::open(engine_config(config), Arc::clone(&embedder))
+        .with_context(|| format!("cannot open the database {}", config.db_path.display()))?;
+    Ok((Arc::new(engine), embedder))
+}
