@@ -105,11 +105,9 @@ pub(crate) fn check(config: &Config) -> Result<(), RunError> {
         "queue": queue,
     }))?;
     if stats.integrity != ["ok"] {
-        return Err(anyhow::anyhow!(
-            "integrity check failed: {}",
-            stats.integrity.join("; ")
-        )
-        .into());
+        return Err(
+            anyhow::anyhow!("integrity check failed: {}", stats.integrity.join("; ")).into(),
+        );
     }
     Ok(())
 }

@@ -77,7 +77,11 @@ pub(crate) fn build_embedder(config: &Config) -> Result<Arc<dyn Embedder>, RunEr
 /// Builds the embedder and opens (creating and migrating) the store.
 pub(crate) fn open(config: &Config) -> Result<(Arc<Engine>, Arc<dyn Embedder>), RunError> {
     let embedder = build_embedder(config)?;
-    if let Some(parent) = config.db_path.parent().filter(|p| !p.as_os_str().is_empty()) {
+    if let Some(parent) = config
+        .db_path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+    {
         std::fs::create_dir_all(parent)
             .with_context(|| format!("cannot create the database folder {}", parent.display()))?;
     }

@@ -135,7 +135,11 @@ pub(crate) fn check_health(backend: &EngineBackend, args: wire::CheckHealthArgs)
     let advisory = embedder_advisory(backend.embedder());
     if selected("embedder") {
         if let Some(advisory) = &advisory {
-            let severity = if advisory["severity"] == "fault" { "warn" } else { "info" };
+            let severity = if advisory["severity"] == "fault" {
+                "warn"
+            } else {
+                "info"
+            };
             issues.push(issue(
                 "embedder",
                 severity,
