@@ -133,20 +133,18 @@ pub(crate) fn check_health(backend: &EngineBackend, args: wire::CheckHealthArgs)
     }
     let identity = backend.embedder().identity().clone();
     let advisory = embedder_advisory(backend.embedder());
-    if selected("embedder") {
-        if let Some(advisory) = &advisory {
-            let severity = if advisory["severity"] == "fault" {
-                "warn"
-            } else {
-                "info"
-            };
-            issues.push(issue(
-                "embedder",
-                severity,
-                advisory["reason"].as_str().unwrap_or_default().to_owned(),
-                json!({"advisory": advisory}),
-            ));
-        }
+    if let Some(advisory) = advisory.as_ref().filter(|_| selected("embedder")) {
+        let severity = if advisory["severity"] == "fault" {
+            "warn"
+        } else {
+            "info"
+        };
+        issues.push(issue(
+            "embedder",
+            severity,
+            advisory["reason"].as_str().unwrap_or_default().to_owned(),
+            json!({"advisory": advisory}),
+        ));
     }
     let count = |severity: &str| issues.iter().filter(|i| i["severity"] == severity).count();
     let (critical, warn, info) = (count("critical"), count("warn"), count("info"));
