@@ -23,6 +23,9 @@ pub mod vector;
 mod agent;
 mod engine;
 mod episodes;
+mod generations;
+mod arms;
+mod recall_engine;
 mod listing;
 mod memories;
 mod persistence;
@@ -38,6 +41,7 @@ pub use episodes::{
     EpisodeItem, ListEpisodesOutcome, ListEpisodesRequest,
 };
 pub use error::{Error, Result};
+pub use generations::{IndexStatus, IndexTable, RebuildOutcome, TableIndexStatus};
 pub use listing::{ListMemoriesOutcome, ListMemoriesRequest, MemoryItem};
 pub use memories::{
     DeleteMemoryOutcome, LockMemoryOutcome, MemoryIdRequest, StoreId, StoreOutcome, StoreRequest,
