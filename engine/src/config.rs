@@ -94,6 +94,8 @@ pub struct EngineConfig {
     /// When set, export and import paths must resolve inside this folder (CPersona's
     /// `CPERSONA_EXPORT_DIR`); when unset only `..` segments are refused.
     pub export_dir: Option<PathBuf>,
+    /// The recall stages' settings (fusion, depth, gate, preview tier).
+    pub recall: crate::recall::RecallConfig,
 }
 
 impl EngineConfig {
@@ -112,6 +114,7 @@ impl EngineConfig {
             busy_timeout_ms: DEFAULT_BUSY_TIMEOUT_MS,
             embedding_format: EmbeddingFormat::F32,
             export_dir: None,
+            recall: crate::recall::RecallConfig::default(),
         }
     }
 
@@ -138,6 +141,7 @@ impl EngineConfig {
                 reason: "must be at least 1".into(),
             });
         }
+        self.recall.validate()?;
         if self.db_path.as_os_str().is_empty() {
             return Err(Error::InvalidConfig {
                 field: "db_path",

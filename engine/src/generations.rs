@@ -199,8 +199,7 @@ impl Engine {
         let (head, summary) = self.read(|conn| {
             let tx = conn.unchecked_transaction()?;
             let head = changelog_head(&tx)?;
-            let schema_version: u32 =
-                tx.query_row("PRAGMA user_version", [], |row| row.get(0))?;
+            let schema_version: u32 = tx.query_row("PRAGMA user_version", [], |row| row.get(0))?;
             let total: u64 = tx.query_row(
                 &format!(
                     "SELECT COUNT(*) FROM {} WHERE embedding IS NOT NULL \
@@ -277,7 +276,10 @@ impl Engine {
             let _ = std::fs::remove_file(&path);
             lock(&self.generations).insert(
                 table,
-                (None, Some("generation discarded: a purge raced its build".into())),
+                (
+                    None,
+                    Some("generation discarded: a purge raced its build".into()),
+                ),
             );
             return Ok(RebuildOutcome {
                 table,

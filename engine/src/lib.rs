@@ -21,11 +21,12 @@ pub mod time;
 pub mod vector;
 
 mod agent;
+mod arms;
 mod engine;
 mod episodes;
 mod generations;
-mod arms;
 mod recall_engine;
+pub use arms::vector::VectorTableReport;
 mod listing;
 mod memories;
 mod persistence;
@@ -54,4 +55,8 @@ pub use portability::{
 };
 pub use profiles::{GetProfileOutcome, UpdateProfileOutcome, UpdateProfileRequest};
 pub use queue::{DrainOutcome, QueueStatus};
+pub use recall_engine::{
+    CALIBRATION_SAMPLE_ROWS, CalibrationOutcome, MAX_MEMORIES, PREFILTER_MIN_ROWS, RecallQuery,
+    RecallResult, RecallTimings, SCORING_VERSION, VectorReport,
+};
 pub use scope::Scope;
