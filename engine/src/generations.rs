@@ -193,9 +193,11 @@ impl Engine {
     ) -> Result<RebuildOutcome> {
         let target = self.vector_target();
         let path = self.generation_path(table);
+        // Numbers stay monotonic even past a file that is no longer usable (purge, model).
         let previous = self
             .loaded_generation(table)
-            .map_or(0, |l| l.generation.generation());
+            .map_or(0, |l| l.generation.generation())
+            .max(Generation::open(&path).map_or(0, |g| g.generation()));
         let (head, summary) = self.read(|conn| {
             let tx = conn.unchecked_transaction()?;
             let head = changelog_head(&tx)?;

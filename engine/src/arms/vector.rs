@@ -76,13 +76,14 @@ struct Scored {
     created_at: i64,
 }
 
-/// Total order: score desc, memories before episodes, newer first, then ref.
+/// Total order: score desc, memories before episodes, newer first (created_at desc, then the
+/// larger id, which is the later insert), as CPersona's stable sort over its scan order.
 fn scored_cmp(a: &Scored, b: &Scored) -> Ordering {
     b.score
         .total_cmp(&a.score)
         .then(a.r#ref.kind.cmp(&b.r#ref.kind))
         .then(b.created_at.cmp(&a.created_at))
-        .then(a.r#ref.cmp(&b.r#ref))
+        .then(b.r#ref.id.cmp(&a.r#ref.id))
 }
 
 /// Whether `(created, id)` is inside a window whose last row is `key`.
