@@ -261,7 +261,7 @@ impl Engine {
                     vector: &vector,
                 })?;
                 done += 1;
-                if done % 1024 == 0 {
+                if done.is_multiple_of(1024) {
                     progress(done, total);
                 }
             }
@@ -272,7 +272,7 @@ impl Engine {
             tx.commit()?;
             Ok((head, summary))
         })?;
-        let purged = self.read(|conn| purged_through(conn))?;
+        let purged = self.read(purged_through)?;
         if purged > head {
             // A purge committed after the build's snapshot: its file may hold the agent.
             let _ = std::fs::remove_file(&path);
@@ -313,7 +313,7 @@ impl Engine {
     }
 
     fn generation_with_note(&self, table: IndexTable) -> (Option<Arc<Loaded>>, Option<String>) {
-        let purged = self.read(|conn| purged_through(conn)).unwrap_or(u64::MAX);
+        let purged = self.read(purged_through).unwrap_or(u64::MAX);
         let mut cache = lock(&self.generations);
         let entry = cache
             .entry(table)
