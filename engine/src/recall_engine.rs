@@ -211,7 +211,8 @@ impl Engine {
             match embedded {
                 Ok(vector) => {
                     let started = Instant::now();
-                    let lists = vector::search(self, &scope, &vector, depth)?;
+                    let lists =
+                        vector::search(self, &scope, &vector, depth, self.config.scan_window)?;
                     timings.vector_ms = ms(started);
                     arms.push(lists.near);
                     arms.push(lists.far);
@@ -235,7 +236,8 @@ impl Engine {
         }
         if report.tables.iter().any(|t| t.window_cut) {
             advisories.push(format!(
-                "vector scan window ({MAX_MEMORIES} newest rows per table) cut older rows to the far list"
+                "vector scan window ({} newest rows per table) cut older rows to the far list",
+                self.config.scan_window
             ));
         }
 

@@ -4,13 +4,14 @@
 //! never admit a row outside the caller's scope.
 //!
 //! # Window
-//! The near list covers the newest [`MAX_MEMORIES`] rows with a vector *in scope* per table
-//! (CPersona's scan window); the boundary is the key `(created_at_ms DESC, id ASC)` of the
-//! last in-scope row inside it, read from SQLite, so generation rows and tail rows are split
-//! by the same key. Tail rows are not assumed newest: their own `created_at_ms` places them.
+//! The near list covers the newest `EngineConfig::scan_window` (default [`MAX_MEMORIES`]) rows
+//! with a vector *in scope* per table (CPersona's scan window); the boundary is the key
+//! `(created_at_ms DESC, id ASC)` of the last in-scope row inside it, so generation rows and
+//! tail rows are split by the same key. With a generation the key is counted from its
+//! in-memory columns merged with the tail; without one it is read from SQLite. Tail rows are
+//! not assumed newest: their own `created_at_ms` places them.
 
 use std::cmp::Ordering;
-use std::collections::HashSet;
 
 use cpersona_index::{
     CodeSet, Dim, Generation, QueryCodes, RowFilter, RowSet, ScanConfig, ScopeField, SearchMode,
@@ -113,6 +114,71 @@ fn scope_filter(generation: &Generation, scope: &Scope) -> Option<RowFilter> {
     Some(filter)
 }
 
+/// Whether generation row `row` passes `filter`'s isolation codes and exclusions.
+fn admits(generation: &Generation, filter: &RowFilter, row: usize) -> bool {
+    filter
+        .agent
+        .is_none_or(|a| generation.scope_codes(ScopeField::Agent)[row] == a)
+        && filter
+            .projects
+            .as_ref()
+            .is_none_or(|set| set.contains(generation.scope_codes(ScopeField::Project)[row]))
+        && filter
+            .channels
+            .as_ref()
+            .is_none_or(|set| set.contains(generation.scope_codes(ScopeField::Channel)[row]))
+        && filter
+            .exclude
+            .as_ref()
+            .is_none_or(|set| !set.contains(row as u32))
+}
+
+/// The key of the `window`-th newest row in scope, counting admitted generation rows and the
+/// tail rows (`tail`, sorted in window order) together; `None` when fewer rows are in scope.
+/// Reads only the generation's in-memory columns, up to the window boundary.
+fn window_key_from_generation(
+    generation: &Generation,
+    filter: Option<&RowFilter>,
+    tail: &[(i64, i64)],
+    window: usize,
+) -> Option<(i64, i64)> {
+    if window == 0 {
+        return None;
+    }
+    let created = generation.created_at();
+    let ids = generation.ids();
+    let mut count = 0usize;
+    let mut t = 0usize;
+    let mut take = |key: (i64, i64)| {
+        count += 1;
+        (count == window).then_some(key)
+    };
+    if let Some(filter) = filter {
+        for row in 0..generation.len() {
+            if !admits(generation, filter, row) {
+                continue;
+            }
+            let key = (created[row], ids[row]);
+            while t < tail.len() && inside(Some(key), tail[t].0, tail[t].1) {
+                if let Some(found) = take(tail[t]) {
+                    return Some(found);
+                }
+                t += 1;
+            }
+            if let Some(found) = take(key) {
+                return Some(found);
+            }
+        }
+    }
+    while t < tail.len() {
+        if let Some(found) = take(tail[t]) {
+            return Some(found);
+        }
+        t += 1;
+    }
+    None
+}
+
 /// The first position of `generation` outside the window ending at `key`.
 fn window_end(generation: &Generation, key: Option<(i64, i64)>) -> Option<usize> {
     let key = key?;
@@ -136,6 +202,7 @@ struct TableSearch<'a> {
     model_id: &'a str,
     dim: usize,
     depth: usize,
+    window: usize,
 }
 
 impl TableSearch<'_> {
@@ -156,7 +223,7 @@ impl TableSearch<'_> {
              AND embedding_model = ? AND embedding_dim = ? \
              ORDER BY created_at_ms DESC, id ASC LIMIT 1 OFFSET {}",
             self.table.name(),
-            MAX_MEMORIES - 1
+            self.window.saturating_sub(1)
         );
         let mut stmt = conn.prepare_cached(&sql)?;
         let mut rows = stmt.query(rusqlite::params_from_iter(params))?;
@@ -227,38 +294,66 @@ impl TableSearch<'_> {
         let mut far_tail = TailRows::new(dim);
         let mut near_created = Vec::new();
         let mut far_created = Vec::new();
-        let (key, changed) = engine.read(|conn| {
+        // With a generation the tail is small: read it whole, then place the window from the
+        // generation's own columns (no SQL scan of the window). Without one every row is tail:
+        // the window key comes from SQLite and rows stream into the near/far sets.
+        let mut tail: Vec<(i64, i64, Vec<f32>)> = Vec::new();
+        let mut filter: Option<RowFilter> = None;
+        let key = engine.read(|conn| {
             let tx = conn.unchecked_transaction()?;
-            let key = self.window_key(&tx)?;
-            let changed: Option<Vec<i64>> = match loaded {
+            let key = match loaded {
                 Some(l) => {
                     let mut stmt = tx.prepare_cached(
                         "SELECT DISTINCT row_id FROM change_log WHERE table_name = ? AND seq > ? \
                          ORDER BY row_id",
                     )?;
-                    let ids = stmt
+                    let changed = stmt
                         .query_map(
                             rusqlite::params![self.table.name(), l.head() as i64],
                             |row| row.get(0),
                         )?
                         .collect::<rusqlite::Result<Vec<i64>>>()?;
-                    Some(ids)
+                    self.tail_rows(&tx, Some(&changed), |id, created, v| {
+                        tail.push((id, created, v));
+                        Ok(())
+                    })?;
+                    filter = scope_filter(&l.generation, self.scope).map(|mut f| {
+                        f.exclude = Some(RowSet::new(
+                            changed.iter().filter_map(|id| l.positions.get(id).copied()),
+                        ));
+                        f
+                    });
+                    let mut keys: Vec<(i64, i64)> = tail.iter().map(|t| (t.1, t.0)).collect();
+                    keys.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+                    window_key_from_generation(&l.generation, filter.as_ref(), &keys, self.window)
                 }
-                None => None,
+                None => {
+                    let key = self.window_key(&tx)?;
+                    self.tail_rows(&tx, None, |id, created, vector| {
+                        if inside(key, created, id) {
+                            near_tail.push(id, &vector)?;
+                            near_created.push(created);
+                        } else {
+                            far_tail.push(id, &vector)?;
+                            far_created.push(created);
+                        }
+                        Ok(())
+                    })?;
+                    key
+                }
             };
-            self.tail_rows(&tx, changed.as_deref(), |id, created, vector| {
-                if inside(key, created, id) {
-                    near_tail.push(id, &vector)?;
-                    near_created.push(created);
-                } else {
-                    far_tail.push(id, &vector)?;
-                    far_created.push(created);
-                }
-                Ok(())
-            })?;
             tx.commit()?;
-            Ok((key, changed))
+            Ok(key)
         })?;
+        for (id, created, vector) in &tail {
+            if inside(key, *created, *id) {
+                near_tail.push(*id, vector)?;
+                near_created.push(*created);
+            } else {
+                far_tail.push(*id, vector)?;
+                far_created.push(*created);
+            }
+        }
         let mut near = Vec::new();
         let mut far = Vec::new();
         let mut report = VectorTableReport {
@@ -269,13 +364,9 @@ impl TableSearch<'_> {
             prefiltered: false,
         };
         if let Some(l) = loaded
-            && let Some(mut filter) = scope_filter(&l.generation, self.scope)
+            && let Some(mut filter) = filter
         {
             let g = &l.generation;
-            let changed: HashSet<i64> = changed.unwrap_or_default().into_iter().collect();
-            filter.exclude = Some(RowSet::new(
-                changed.iter().filter_map(|id| l.positions.get(id).copied()),
-            ));
             filter.window = window_end(g, key);
             let mode = if g.len() > PREFILTER_MIN_ROWS {
                 report.prefiltered = true;
@@ -320,6 +411,7 @@ pub(crate) fn search(
     scope: &Scope,
     query: &[f32],
     depth: usize,
+    window: usize,
 ) -> Result<VectorLists> {
     let target = engine.vector_target();
     let mut near = Vec::new();
@@ -333,6 +425,7 @@ pub(crate) fn search(
             model_id: &target.model_id,
             dim: target.dim,
             depth,
+            window,
         };
         let (n, f, r) = search.run(engine, loaded.as_deref(), query)?;
         near.extend(n);

@@ -95,11 +95,13 @@ fn answers(engine: &Engine) -> Vec<String> {
 }
 
 fn reopen(f: &Fixture) -> Engine {
-    Engine::open(
-        EngineConfig::new(f.dir.path().join("store.db")),
-        f.embedder.clone(),
-    )
-    .unwrap()
+    reopen_with_window(f, cpersona_engine::MAX_MEMORIES)
+}
+
+fn reopen_with_window(f: &Fixture, window: usize) -> Engine {
+    let mut config = EngineConfig::new(f.dir.path().join("store.db"));
+    config.scan_window = window;
+    Engine::open(config, f.embedder.clone()).unwrap()
 }
 
 fn remove_generations(f: &Fixture) {
@@ -117,7 +119,19 @@ fn rebuild_all(engine: &Engine) {
 
 #[test]
 fn fresh_stale_and_missing_generations_answer_the_same() {
-    let f = fixture();
+    check_generation_equivalence(cpersona_engine::MAX_MEMORIES);
+}
+
+/// A window of 7 rows puts most of the corpus in the far list, so the window boundary is
+/// placed from the generation merged with the tail, and from SQLite without one.
+#[test]
+fn with_a_small_scan_window_fresh_stale_and_missing_generations_answer_the_same() {
+    check_generation_equivalence(7);
+}
+
+fn check_generation_equivalence(window: usize) {
+    let mut f = fixture();
+    f.engine = reopen_with_window(&f, window);
     corpus(&f);
     let none = answers(&f.engine);
     assert!(none.iter().any(|a| a.contains("mem:")), "{none:?}");
@@ -127,6 +141,9 @@ fn fresh_stale_and_missing_generations_answer_the_same() {
     assert_eq!(status.tables[0].live_tail, 0);
     let fresh = answers(&f.engine);
     assert_eq!(none, fresh);
+    if window < 40 {
+        assert!(fresh.iter().any(|a| a.contains("vector_far")), "{fresh:?}");
+    }
 
     // Writes, an update and deletes since the generation.
     store(&f, "a", "p1", "c1", "apple river brand new row");
@@ -152,9 +169,9 @@ fn fresh_stale_and_missing_generations_answer_the_same() {
     assert!(status.tables[0].live_tail >= 4, "{status:?}");
     let stale = answers(&f.engine);
     remove_generations(&f);
-    let missing = answers(&reopen(&f));
+    let missing = answers(&reopen_with_window(&f, window));
     assert_eq!(stale, missing);
-    let rebuilt = reopen(&f);
+    let rebuilt = reopen_with_window(&f, window);
     rebuild_all(&rebuilt);
     assert_eq!(stale, answers(&rebuilt));
     assert_ne!(stale, fresh, "the writes must change some answer");
