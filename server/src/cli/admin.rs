@@ -17,13 +17,13 @@ use crate::config::{Config, EmbedderConfig, default_model_dir};
 use crate::mcp::engine_health::store_stats;
 
 /// Opens the engine for an operator command (no path confinement).
-fn open_engine(config: &Config) -> Result<Arc<Engine>, RunError> {
+pub(crate) fn open_engine(config: &Config) -> Result<Arc<Engine>, RunError> {
     let mut config = config.clone();
     config.export_dir = None;
     Ok(open::open(&config)?.0)
 }
 
-fn print_json(value: &impl Serialize) -> Result<(), RunError> {
+pub(crate) fn print_json(value: &impl Serialize) -> Result<(), RunError> {
     let mut out = std::io::stdout().lock();
     serde_json::to_writer_pretty(&mut out, value)?;
     writeln!(out)?;

@@ -3,6 +3,7 @@
 //! hands off; it never prints to stdout while serving stdio.
 
 mod admin;
+mod index;
 mod open;
 mod serve;
 
@@ -154,10 +155,12 @@ impl<E: Into<anyhow::Error>> From<E> for RunError {
 fn run(command: Command, config: Config) -> Result<(), RunError> {
     match command {
         Command::Serve { http } => serve::run(config, http),
-        Command::Index { action } => not_available(match action {
-            IndexAction::Rebuild { .. } => "index rebuild",
-            IndexAction::Status => "index status",
-        }),
+        Command::Index {
+            action: IndexAction::Rebuild { table },
+        } => index::rebuild(&config, table),
+        Command::Index {
+            action: IndexAction::Status,
+        } => index::status(&config),
         Command::Import {
             file,
             target_agent_id,
@@ -170,13 +173,6 @@ fn run(command: Command, config: Config) -> Result<(), RunError> {
         } => admin::model_install(&config, &dir),
         Command::EmbedServe { http } => admin::embed_serve(&config, http),
     }
-}
-
-fn not_available(what: &str) -> Result<(), RunError> {
-    Err(anyhow::anyhow!(
-        "`cpersona {what}` is not available in this build: its engine part is not wired yet"
-    )
-    .into())
 }
 
 fn fail(code: u8, message: &str) -> ExitCode {

@@ -10,7 +10,8 @@ use cpersona_engine::embed::{self, Embedder, RemoteOptions};
 use cpersona_engine::{Engine, EngineConfig};
 
 use crate::cli::RunError;
-use crate::config::{Config, EmbedderConfig};
+use crate::config::{Config, EmbedderConfig, RecallMode};
+use cpersona_engine::recall::fusion::FusionMode;
 
 /// Window assumed for an OpenAI-compatible endpoint, which cannot report its own.
 const API_WINDOW_TOKENS: usize = 512;
@@ -23,6 +24,16 @@ pub(crate) fn engine_config(config: &Config) -> EngineConfig {
     engine.max_metadata_chars = config.writes.max_metadata_chars;
     engine.max_import_bytes = config.max_import_bytes;
     engine.export_dir = config.export_dir.clone();
+    let recall = &config.recall;
+    engine.scan_window = usize::try_from(recall.scan_window).unwrap_or(usize::MAX);
+    engine.recall.fusion = match recall.mode {
+        RecallMode::Rsf => FusionMode::Rsf,
+        // The engine has no cascade yet: RRF, CPersona's default, serves it.
+        RecallMode::Rrf | RecallMode::Cascade => FusionMode::Rrf,
+    };
+    engine.recall.rrf_k = recall.rrf_k as f64;
+    engine.recall.gate.enabled = recall.fused_gate_enabled;
+    engine.recall.shape.preview_chars = usize::try_from(recall.preview_chars).unwrap_or(usize::MAX);
     engine
 }
 

@@ -16,7 +16,7 @@ use serde_json::{Map, Value, json};
 
 use crate::config::{Precision, RecallSettings};
 use crate::mcp::backend::{ToolBackend, ToolError, ToolResult};
-use crate::mcp::wire;
+use crate::mcp::{engine_recall, wire};
 
 /// Answers every tool from one [`Engine`].
 pub struct EngineBackend {
@@ -46,7 +46,7 @@ impl EngineBackend {
     }
 
     /// CPersona's `advisory` object when semantic recall is degraded, else `None`.
-    fn advisory(&self) -> Option<Value> {
+    pub(crate) fn advisory(&self) -> Option<Value> {
         embedder_advisory(self.embedder.as_ref())
     }
 
@@ -80,7 +80,7 @@ pub fn embedder_advisory(embedder: &dyn Embedder) -> Option<Value> {
 }
 
 /// Maps an engine failure: the caller's fault is sent as is, ours is logged in full.
-fn engine_error(err: cpersona_engine::Error) -> ToolError {
+pub(crate) fn engine_error(err: cpersona_engine::Error) -> ToolError {
     if err.is_user_error() {
         ToolError::user(err.to_string())
     } else {
@@ -155,19 +155,16 @@ impl ToolBackend for EngineBackend {
         Ok(self.with_advisory(body(self.engine.store(&req))?))
     }
 
-    fn recall(&self, _args: wire::RecallArgs) -> ToolResult {
-        not_yet("recall", "the recall pipeline is not wired into the engine")
+    fn recall(&self, args: wire::RecallArgs) -> ToolResult {
+        engine_recall::recall_args(self, args)
     }
 
-    fn recall_with_context(&self, _args: wire::RecallWithContextArgs) -> ToolResult {
-        not_yet(
-            "recall_with_context",
-            "the recall pipeline is not wired into the engine",
-        )
+    fn recall_with_context(&self, args: wire::RecallWithContextArgs) -> ToolResult {
+        engine_recall::recall_with_context(self, args)
     }
 
-    fn get_contents(&self, _args: wire::GetContentsArgs) -> ToolResult {
-        not_yet("get_contents", "the engine cannot expand refs yet")
+    fn get_contents(&self, args: wire::GetContentsArgs) -> ToolResult {
+        engine_recall::get_contents(self, args)
     }
 
     fn archive_episode(&self, args: wire::ArchiveEpisodeArgs) -> ToolResult {
@@ -289,11 +286,8 @@ impl ToolBackend for EngineBackend {
         body(self.engine.merge_memories(&req))
     }
 
-    fn calibrate_threshold(&self, _args: wire::CalibrateArgs) -> ToolResult {
-        not_yet(
-            "calibrate_threshold",
-            "the engine's calibration is not wired yet; the configured gate applies",
-        )
+    fn calibrate_threshold(&self, args: wire::CalibrateArgs) -> ToolResult {
+        engine_recall::calibrate_threshold(self, args)
     }
 
     fn set_recall_precision(&self, _args: wire::SetPrecisionArgs) -> ToolResult {

@@ -5,6 +5,7 @@
 pub mod backend;
 pub mod engine_backend;
 pub(crate) mod engine_health;
+mod engine_recall;
 mod tools;
 pub mod unwired;
 pub(crate) mod validate;

@@ -228,20 +228,71 @@ fn export_then_import_into_a_fresh_store_round_trips() {
 }
 
 #[test]
-fn index_subcommands_say_they_are_not_wired_yet() {
-    for args in [
-        &["index", "status"][..],
-        &["index", "rebuild", "--table", "memories"],
-    ] {
-        let (mut cmd, _dir) = cpersona();
-        let out = cmd.args(args).output().unwrap();
-        assert_eq!(out.status.code(), Some(1), "{args:?}");
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(
-            stderr.contains("not available in this build"),
-            "{args:?}: {stderr}"
-        );
-    }
+fn store_then_recall_returns_the_stored_row() {
+    let dir = tempfile::tempdir().unwrap();
+    let bodies = call_tools(
+        dir.path(),
+        &[
+            (
+                "store",
+                json!({"agent_id": "a", "content": "the user's cat is called Miso"}),
+            ),
+            (
+                "store",
+                json!({"agent_id": "a", "content": "the quarterly report is due Friday"}),
+            ),
+            (
+                "store",
+                json!({"agent_id": "b", "content": "the user's cat is called Miso too"}),
+            ),
+            (
+                "recall",
+                json!({"agent_id": "a", "query": "cat called Miso"}),
+            ),
+        ],
+    );
+    let id = bodies[0]["id"].as_i64().unwrap();
+    let recalled = &bodies[3];
+    let messages = recalled["messages"].as_array().unwrap();
+    // Ascending relevance: the last row is the best; agent b's row never shows.
+    let last = messages.last().unwrap_or_else(|| panic!("{recalled}"));
+    assert_eq!(last["ref"], format!("mem:{id}"), "{recalled}");
+    assert!(
+        messages
+            .iter()
+            .all(|m| m["content"] != "the user's cat is called Miso too")
+    );
+    assert_eq!(recalled["advisory"]["degraded"], true, "{recalled}");
+}
+
+#[test]
+fn index_rebuild_then_status_covers_the_stored_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let stores: Vec<(&str, Value)> = (0..5)
+        .map(|i| {
+            (
+                "store",
+                json!({"agent_id": "a", "content": format!("fact number {i}")}),
+            )
+        })
+        .collect();
+    call_tools(dir.path(), &stores);
+    let rebuilt: Value = serde_json::from_str(&run_ok(
+        cpersona_in(dir.path()).args(["index", "rebuild", "--table", "memories"]),
+    ))
+    .unwrap();
+    assert_eq!(rebuilt[0]["table"], "memories", "{rebuilt}");
+    assert_eq!(rebuilt[0]["rows"], 5, "{rebuilt}");
+    let status: Value =
+        serde_json::from_str(&run_ok(cpersona_in(dir.path()).args(["index", "status"]))).unwrap();
+    let memories = status["tables"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["table"] == "memories")
+        .unwrap_or_else(|| panic!("{status}"));
+    assert_eq!(memories["rows"], 5, "{status}");
+    assert_eq!(memories["live_tail"], 0, "{status}");
 }
 
 /// A lone UTF-16 surrogate cannot become a Rust string: rmcp's stdio codec drops the line

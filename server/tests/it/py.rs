@@ -5,11 +5,9 @@
 use std::path::Path;
 use std::process::Command;
 
-/// The binary runs the engine: store, update, delete, export/import through the real client.
+/// The binary runs the engine: store, recall, get_contents, update, delete, export/import
+/// through the real client.
 const MODE: &str = "full";
-/// Until the engine has recall and get_contents, the script reads stored text back through
-/// list_memories; drop this once `Engine::recall` lands.
-const WITHOUT_RECALL: &[&str] = &["--without-recall"];
 
 #[test]
 fn python_mcp_sdk_drives_the_binary_over_stdio_and_http() {
@@ -24,7 +22,6 @@ fn python_mcp_sdk_drives_the_binary_over_stdio_and_http() {
     let out = Command::new(python)
         .arg(script)
         .args(["--binary", env!("CARGO_BIN_EXE_cpersona"), "--mode", MODE])
-        .args(WITHOUT_RECALL)
         .output()
         .expect("run the python client");
     assert!(

@@ -1,0 +1,42 @@
+//! `cpersona index rebuild [--table T]` and `cpersona index status`: build index generations
+//! from the database (progress on stderr) and report them as JSON on stdout. The generations
+//! are derived data; these commands never change a row.
+
+use cpersona_engine::IndexTable;
+use indicatif::{ProgressBar, ProgressStyle};
+
+use crate::cli::{RunError, Table, admin};
+use crate::config::Config;
+
+/// `index rebuild`: each table (or the one asked for), one progress bar each.
+pub(crate) fn rebuild(config: &Config, table: Option<Table>) -> Result<(), RunError> {
+    let engine = admin::open_engine(config)?;
+    let tables: Vec<IndexTable> = match table {
+        Some(Table::Memories) => vec![IndexTable::Memories],
+        Some(Table::Episodes) => vec![IndexTable::Episodes],
+        None => IndexTable::ALL.to_vec(),
+    };
+    let style = ProgressStyle::with_template("{prefix:>9} [{bar:40}] {pos}/{len} rows {elapsed}")
+        .map_err(anyhow::Error::from)?
+        .progress_chars("=> ");
+    let mut outcomes = Vec::new();
+    for table in tables {
+        let bar = ProgressBar::with_draw_target(None, indicatif::ProgressDrawTarget::stderr());
+        bar.set_style(style.clone());
+        bar.set_prefix(table.name());
+        let outcome = engine.rebuild_index(table, &mut |done, total| {
+            bar.set_length(total);
+            bar.set_position(done);
+        });
+        bar.finish();
+        outcomes.push(outcome.map_err(anyhow::Error::from)?);
+    }
+    admin::print_json(&outcomes)
+}
+
+/// `index status`.
+pub(crate) fn status(config: &Config) -> Result<(), RunError> {
+    let engine = admin::open_engine(config)?;
+    let status = engine.index_status().map_err(anyhow::Error::from)?;
+    admin::print_json(&status)
+}
