@@ -54,15 +54,24 @@ const DRAIN_EVERY: Duration = Duration::from_secs(5);
 const DRAIN_ROWS: usize = 256;
 
 /// Fills queued embeddings while the embedder answers (rows stored while it was down, or
-/// imported without vectors). Runs until the process ends; a failed pass is logged and retried.
+/// imported without vectors). A pass that filled a whole batch is followed at once by the
+/// next, so a large import drains at embedder speed; otherwise it waits for the next tick.
+/// Runs until the process ends; a failed pass is logged and retried.
 async fn drain_queue(engine: Arc<Engine>) {
     let mut tick = tokio::time::interval(DRAIN_EVERY);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tick.tick().await;
-        let engine = Arc::clone(&engine);
-        match tokio::task::spawn_blocking(move || engine.drain_embedding_queue(DRAIN_ROWS)).await {
-            Ok(Ok(outcome)) if outcome.embedded > 0 || outcome.failed > 0 => {
+        while drain_pass(&engine).await {}
+    }
+}
+
+/// One pass; true when it filled a whole batch and more rows wait.
+async fn drain_pass(engine: &Arc<Engine>) -> bool {
+    let engine = Arc::clone(engine);
+    match tokio::task::spawn_blocking(move || engine.drain_embedding_queue(DRAIN_ROWS)).await {
+        Ok(Ok(outcome)) => {
+            if outcome.embedded > 0 || outcome.failed > 0 {
                 tracing::info!(
                     embedded = outcome.embedded,
                     failed = outcome.failed,
@@ -71,9 +80,15 @@ async fn drain_queue(engine: Arc<Engine>) {
                     "embedding queue pass"
                 );
             }
-            Ok(Ok(_)) => {}
-            Ok(Err(err)) => tracing::warn!(%err, "embedding queue pass failed"),
-            Err(err) => tracing::error!(%err, "embedding queue pass panicked"),
+            outcome.embedded == DRAIN_ROWS && outcome.remaining > 0
+        }
+        Ok(Err(err)) => {
+            tracing::warn!(%err, "embedding queue pass failed");
+            false
+        }
+        Err(err) => {
+            tracing::error!(%err, "embedding queue pass panicked");
+            false
         }
     }
 }
