@@ -183,3 +183,6 @@ pub(crate) fn calibrate_threshold(
                       "applied": false},
     }))
 }
+
+#[cfg(test)]
+mod tests;
