@@ -7,7 +7,6 @@ pub mod engine_backend;
 pub(crate) mod engine_health;
 mod engine_recall;
 mod tools;
-pub mod unwired;
 pub(crate) mod validate;
 pub mod wire;
 
