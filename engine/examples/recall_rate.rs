@@ -128,13 +128,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             }
         }
         println!("rows={n} queries={QUERIES} (ms, embedding excluded)");
-        let columns: [(&str, Stage); 5] = [
+        let columns: [(&str, Stage); 6] = [
             ("vector", |t| t.vector_ms),
             ("lexical", |t| t.lexical_ms),
             ("fusion", |t| t.fusion_ms),
             ("hydrate", |t| t.hydrate_ms),
+            ("gate_in", |t| t.gate_input_ms),
             ("total", |t| {
-                t.vector_ms + t.lexical_ms + t.fusion_ms + t.hydrate_ms
+                t.vector_ms + t.lexical_ms + t.fusion_ms + t.hydrate_ms + t.gate_input_ms
             }),
         ];
         for (name, get) in columns {

@@ -66,6 +66,8 @@ pub struct RecallTimings {
     pub fusion_ms: f64,
     /// Reading the kept rows.
     pub hydrate_ms: f64,
+    /// Counting the pool in scope and reading the calibration (the gate's inputs).
+    pub gate_input_ms: f64,
 }
 
 /// A recall's answer: the response body plus what degraded, and the trace when asked.
@@ -241,6 +243,7 @@ impl Engine {
             ));
         }
 
+        let gate_started = Instant::now();
         let outcome = self.read(|conn| {
             let (pred, params) = scope.predicate("");
             let pool: i64 = conn.query_row(
@@ -262,6 +265,7 @@ impl Engine {
                 deep: q.deep,
                 full_content: q.full_content,
             };
+            let gate_input_ms = ms(gate_started);
             let failure: RefCell<Option<Error>> = RefCell::new(None);
             let mut hydrate_ms = 0.0;
             let started = Instant::now();
@@ -296,9 +300,10 @@ impl Engine {
             if let Some(err) = failure.into_inner() {
                 return Err(err);
             }
-            Ok((outcome, total, hydrate_ms))
+            Ok((outcome, total, hydrate_ms, gate_input_ms))
         })?;
-        let (outcome, total, hydrate_ms) = outcome;
+        let (outcome, total, hydrate_ms, gate_input_ms) = outcome;
+        timings.gate_input_ms = gate_input_ms;
         timings.hydrate_ms = hydrate_ms;
         timings.fusion_ms = (total - hydrate_ms).max(0.0);
         Ok(RecallResult {
