@@ -29,6 +29,11 @@ pub use crate::arms::vector::{MAX_MEMORIES, PREFILTER_MIN_ROWS, VectorReport};
 /// ignored (int8 cosine of the vector arm, gate on cosine only).
 pub const SCORING_VERSION: &str = "cosine-int8-v1";
 
+/// The pool (rows in scope) is counted up to this many rows per table: the gate's heuristic
+/// saturates at 499 rows (`ln(pool+1)/ln 500` reaches 1), so a larger count changes nothing
+/// but costs a scan (10 ms at 100K rows). The trace's `gate.pool` shows the capped count.
+pub const POOL_COUNT_CAP: usize = 1_000;
+
 /// Rows sampled per agent for a calibration, newest first.
 pub const CALIBRATION_SAMPLE_ROWS: usize = 5_000;
 
@@ -246,10 +251,12 @@ impl Engine {
         let gate_started = Instant::now();
         let outcome = self.read(|conn| {
             let (pred, params) = scope.predicate("");
+            // Never below the pool size at which a configured heuristic saturates.
+            let cap = POOL_COUNT_CAP.max(config.gate.heuristic_pool.ceil().max(0.0) as usize + 1);
             let pool: i64 = conn.query_row(
                 &format!(
-                    "SELECT (SELECT COUNT(*) FROM memories WHERE {pred}) + \
-                     (SELECT COUNT(*) FROM episodes WHERE {pred})"
+                    "SELECT (SELECT COUNT(*) FROM (SELECT 1 FROM memories WHERE {pred} LIMIT {POOL_COUNT_CAP})) + \
+                     (SELECT COUNT(*) FROM (SELECT 1 FROM episodes WHERE {pred} LIMIT {cap}))"
                 ),
                 rusqlite::params_from_iter(params.iter().chain(params.iter())),
                 |row| row.get(0),
