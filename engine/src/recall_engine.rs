@@ -255,7 +255,7 @@ impl Engine {
             let cap = POOL_COUNT_CAP.max(config.gate.heuristic_pool.ceil().max(0.0) as usize + 1);
             let pool: i64 = conn.query_row(
                 &format!(
-                    "SELECT (SELECT COUNT(*) FROM (SELECT 1 FROM memories WHERE {pred} LIMIT {POOL_COUNT_CAP})) + \
+                    "SELECT (SELECT COUNT(*) FROM (SELECT 1 FROM memories WHERE {pred} LIMIT {cap})) + \
                      (SELECT COUNT(*) FROM (SELECT 1 FROM episodes WHERE {pred} LIMIT {cap}))"
                 ),
                 rusqlite::params_from_iter(params.iter().chain(params.iter())),
