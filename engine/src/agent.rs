@@ -59,7 +59,7 @@ impl Engine {
                 no_persist: Some(no_persist),
             });
         }
-        self.write(|tx| {
+        let outcome = self.write(|tx| {
             // Counted before the row deletes, whose triggers drop the queue entries too.
             let deleted_pending_tasks =
                 tx.execute("DELETE FROM embedding_queue WHERE agent_id = ?", [agent_id])?;
@@ -93,6 +93,9 @@ impl Engine {
                 purged_through_seq: head,
                 no_persist: None,
             })
-        })
+        })?;
+        // Generations built before the mark are now unusable; drop them from the cache.
+        self.forget_generations();
+        Ok(outcome)
     }
 }

@@ -94,6 +94,12 @@ pub struct EngineConfig {
     /// When set, export and import paths must resolve inside this folder (CPersona's
     /// `CPERSONA_EXPORT_DIR`); when unset only `..` segments are refused.
     pub export_dir: Option<PathBuf>,
+    /// Vector scan window per table: the newest rows in scope that form the near list
+    /// (CPersona's `CPERSONA_MAX_MEMORIES`, default [`crate::MAX_MEMORIES`]); older rows go
+    /// to the far list.
+    pub scan_window: usize,
+    /// The recall stages' settings (fusion, depth, gate, preview tier).
+    pub recall: crate::recall::RecallConfig,
 }
 
 impl EngineConfig {
@@ -112,6 +118,8 @@ impl EngineConfig {
             busy_timeout_ms: DEFAULT_BUSY_TIMEOUT_MS,
             embedding_format: EmbeddingFormat::F32,
             export_dir: None,
+            scan_window: crate::MAX_MEMORIES,
+            recall: crate::recall::RecallConfig::default(),
         }
     }
 
@@ -123,6 +131,7 @@ impl EngineConfig {
             ("max_metadata_chars", self.max_metadata_chars),
             ("import_batch_rows", self.import_batch_rows),
             ("embed_batch", self.embed_batch),
+            ("scan_window", self.scan_window),
         ];
         for (field, value) in positive {
             if value == 0 {
@@ -138,6 +147,7 @@ impl EngineConfig {
                 reason: "must be at least 1".into(),
             });
         }
+        self.recall.validate()?;
         if self.db_path.as_os_str().is_empty() {
             return Err(Error::InvalidConfig {
                 field: "db_path",

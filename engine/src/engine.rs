@@ -12,6 +12,8 @@ use crate::config::EngineConfig;
 use crate::db;
 use crate::embed::Embedder;
 use crate::error::{Error, Result};
+use crate::generations::GenerationCache;
+use cpersona_index::Kernels;
 
 /// Reader connections kept open for reuse; more are opened on demand and dropped after.
 const READER_POOL: usize = 4;
@@ -25,6 +27,10 @@ pub struct Engine {
     pub(crate) vectors: Mutex<VectorTarget>,
     /// Session key (`""` = the process bucket) → pause expiry in UTC ms.
     pub(crate) pauses: Mutex<HashMap<String, i64>>,
+    /// Loaded index generations per table (see `generations.rs`).
+    pub(crate) generations: Mutex<GenerationCache>,
+    /// The kernels vector scans use (detected; tests may force scalar).
+    pub(crate) kernels: Kernels,
 }
 
 /// Which vectors the store accepts, and whether the embedder produces them.
@@ -64,7 +70,17 @@ impl Engine {
             readers: Mutex::new(Vec::new()),
             vectors: Mutex::new(vectors),
             pauses: Mutex::new(HashMap::new()),
+            generations: Mutex::new(HashMap::new()),
+            kernels: Kernels::detect(),
         })
+    }
+
+    /// The same engine scanning vectors with `kernels` (tests compare scalar and detected);
+    /// generations load again on next use.
+    pub fn with_kernels(mut self, kernels: Kernels) -> Engine {
+        self.kernels = kernels;
+        lock(&self.generations).clear();
+        self
     }
 
     /// The configuration the engine was opened with.

@@ -17,6 +17,12 @@ pub enum Error {
     /// An index generation failed to build or open.
     #[error(transparent)]
     Index(#[from] cpersona_index::Error),
+    /// A recall input or setting was refused.
+    #[error(transparent)]
+    Recall(#[from] crate::recall::RecallError),
+    /// The gate could not be calibrated from the stored vectors.
+    #[error(transparent)]
+    Calibration(#[from] crate::recall::calibrate::CalibrationError),
     /// SQLite failed.
     #[error("sqlite: {0}")]
     Sqlite(#[from] rusqlite::Error),
@@ -83,7 +89,9 @@ impl Error {
             | Error::MemoryLocked { .. }
             | Error::PathRefused { .. }
             | Error::ImportMalformed { .. }
-            | Error::InvalidConfig { .. } => true,
+            | Error::InvalidConfig { .. }
+            | Error::Recall(_) => true,
+            Error::Calibration(_) => false,
             Error::Embed(_)
             | Error::Index(_)
             | Error::Sqlite(_)

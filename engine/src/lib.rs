@@ -21,8 +21,12 @@ pub mod time;
 pub mod vector;
 
 mod agent;
+mod arms;
 mod engine;
 mod episodes;
+mod generations;
+mod recall_engine;
+pub use arms::vector::VectorTableReport;
 mod listing;
 mod memories;
 mod persistence;
@@ -38,6 +42,7 @@ pub use episodes::{
     EpisodeItem, ListEpisodesOutcome, ListEpisodesRequest,
 };
 pub use error::{Error, Result};
+pub use generations::{IndexStatus, IndexTable, RebuildOutcome, TableIndexStatus};
 pub use listing::{ListMemoriesOutcome, ListMemoriesRequest, MemoryItem};
 pub use memories::{
     DeleteMemoryOutcome, LockMemoryOutcome, MemoryIdRequest, StoreId, StoreOutcome, StoreRequest,
@@ -50,4 +55,8 @@ pub use portability::{
 };
 pub use profiles::{GetProfileOutcome, UpdateProfileOutcome, UpdateProfileRequest};
 pub use queue::{DrainOutcome, QueueStatus};
+pub use recall_engine::{
+    CALIBRATION_SAMPLE_ROWS, CalibrationOutcome, MAX_MEMORIES, POOL_COUNT_CAP, PREFILTER_MIN_ROWS,
+    RecallQuery, RecallResult, RecallTimings, SCORING_VERSION, VectorReport,
+};
 pub use scope::Scope;

@@ -6,4 +6,5 @@
 mod common;
 mod migrations;
 mod portability;
+mod recall;
 mod write_path;

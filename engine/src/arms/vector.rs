@@ -1,0 +1,451 @@
+//! The vector arm: the mapped generation (rows changed since its head masked out) plus the
+//! live tail scored exactly from SQLite with the same int8 formula, so a stale or missing
+//! generation is slower, never wrong. Isolation is applied before the scan window; it must
+//! never admit a row outside the caller's scope.
+//!
+//! # Window
+//! The near list covers the newest `EngineConfig::scan_window` (default [`MAX_MEMORIES`]) rows
+//! with a vector *in scope* per table (CPersona's scan window); the boundary is the key
+//! `(created_at_ms DESC, id ASC)` of the last in-scope row inside it, so generation rows and
+//! tail rows are split by the same key. With a generation the key is counted from its
+//! in-memory columns merged with the tail; without one it is read from SQLite. Tail rows are
+//! not assumed newest: their own `created_at_ms` places them.
+
+use std::cmp::Ordering;
+
+use cpersona_index::{
+    CodeSet, Dim, Generation, QueryCodes, RowFilter, RowSet, ScanConfig, ScopeField, SearchMode,
+    TailRows,
+};
+use rusqlite::Connection;
+use rusqlite::types::Value;
+use serde::Serialize;
+
+use crate::engine::Engine;
+use crate::error::Result;
+use crate::generations::{IndexTable, Loaded};
+use crate::recall::{Arm, ArmList, Ref};
+use crate::scope::{AgentAxis, ChannelAxis, ProjectAxis, Scope};
+use crate::vector::{decode, format_from_tag};
+
+/// CPersona's `CPERSONA_MAX_MEMORIES`: the vector scan window per table (newest rows in scope).
+pub const MAX_MEMORIES: usize = 10_000;
+
+/// Generations with more rows than this are searched with the sign-bit prefilter (the index's
+/// default mode); smaller ones exactly. PERF: measured with `examples/recall_rate` at 100K
+/// rows (agent + project filter, near/far split, 2 loaded cores): the index's search took
+/// 12.4 ms p50 exact vs 24.1 ms p50 prefiltered, so exact stays on well past 100K; the
+/// prefilter pays off only when the int8 pass itself dominates (larger tables).
+pub const PREFILTER_MIN_ROWS: usize = 250_000;
+
+/// SQLite bound parameters per `IN (...)` chunk.
+const IN_CHUNK: usize = 500;
+
+/// What the vector arm returns.
+#[derive(Clone, Debug)]
+pub(crate) struct VectorLists {
+    pub(crate) near: ArmList,
+    pub(crate) far: ArmList,
+    pub(crate) report: VectorReport,
+}
+
+/// How the vector arm ran, per table, for notes and the trace.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct VectorReport {
+    /// Per table, memories first.
+    pub tables: Vec<VectorTableReport>,
+}
+
+/// How one table was searched.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct VectorTableReport {
+    /// The table.
+    pub table: IndexTable,
+    /// The generation used, if any.
+    pub generation: Option<u64>,
+    /// Rows scored exactly from SQLite.
+    pub tail_rows: usize,
+    /// True when the scan window cut rows (some in-scope rows went to the far list).
+    pub window_cut: bool,
+    /// True when the prefilter mode was used.
+    pub prefiltered: bool,
+}
+
+/// One scored row of one table.
+#[derive(Clone, Copy, Debug)]
+struct Scored {
+    r#ref: Ref,
+    score: f32,
+    created_at: i64,
+}
+
+/// Total order: score desc, memories before episodes, newer first (created_at desc, then the
+/// larger id, which is the later insert), as CPersona's stable sort over its scan order.
+fn scored_cmp(a: &Scored, b: &Scored) -> Ordering {
+    b.score
+        .total_cmp(&a.score)
+        .then(a.r#ref.kind.cmp(&b.r#ref.kind))
+        .then(b.created_at.cmp(&a.created_at))
+        .then(b.r#ref.id.cmp(&a.r#ref.id))
+}
+
+/// Whether `(created, id)` is inside a window whose last row is `key`.
+fn inside(key: Option<(i64, i64)>, created: i64, id: i64) -> bool {
+    key.is_none_or(|(kc, kid)| created > kc || (created == kc && id <= kid))
+}
+
+fn scope_filter(generation: &Generation, scope: &Scope) -> Option<RowFilter> {
+    let mut filter = RowFilter::default();
+    if let AgentAxis::Exact(agent) = &scope.agent {
+        filter.agent = Some(generation.code(ScopeField::Agent, agent)?);
+    }
+    filter.projects = match &scope.project {
+        ProjectAxis::Any => None,
+        ProjectAxis::GlobalOnly => Some(CodeSet::new([0])),
+        ProjectAxis::WithGlobal(p) => Some(CodeSet::new(
+            std::iter::once(0).chain(generation.code(ScopeField::Project, p)),
+        )),
+    };
+    filter.channels = match &scope.channel {
+        ChannelAxis::Any => None,
+        ChannelAxis::ChannellessOnly => Some(CodeSet::new([0])),
+        ChannelAxis::WithChannelless(c) => Some(CodeSet::new(
+            std::iter::once(0).chain(generation.code(ScopeField::Channel, c)),
+        )),
+    };
+    Some(filter)
+}
+
+/// Whether generation row `row` passes `filter`'s isolation codes and exclusions.
+fn admits(generation: &Generation, filter: &RowFilter, row: usize) -> bool {
+    filter
+        .agent
+        .is_none_or(|a| generation.scope_codes(ScopeField::Agent)[row] == a)
+        && filter
+            .projects
+            .as_ref()
+            .is_none_or(|set| set.contains(generation.scope_codes(ScopeField::Project)[row]))
+        && filter
+            .channels
+            .as_ref()
+            .is_none_or(|set| set.contains(generation.scope_codes(ScopeField::Channel)[row]))
+        && filter
+            .exclude
+            .as_ref()
+            .is_none_or(|set| !set.contains(row as u32))
+}
+
+/// The key of the `window`-th newest row in scope, counting admitted generation rows and the
+/// tail rows (`tail`, sorted in window order) together; `None` when fewer rows are in scope.
+/// Reads only the generation's in-memory columns, up to the window boundary.
+fn window_key_from_generation(
+    generation: &Generation,
+    filter: Option<&RowFilter>,
+    tail: &[(i64, i64)],
+    window: usize,
+) -> Option<(i64, i64)> {
+    if window == 0 {
+        return None;
+    }
+    let created = generation.created_at();
+    let ids = generation.ids();
+    let mut count = 0usize;
+    let mut t = 0usize;
+    let mut take = |key: (i64, i64)| {
+        count += 1;
+        (count == window).then_some(key)
+    };
+    if let Some(filter) = filter {
+        for row in 0..generation.len() {
+            if !admits(generation, filter, row) {
+                continue;
+            }
+            let key = (created[row], ids[row]);
+            while t < tail.len() && inside(Some(key), tail[t].0, tail[t].1) {
+                if let Some(found) = take(tail[t]) {
+                    return Some(found);
+                }
+                t += 1;
+            }
+            if let Some(found) = take(key) {
+                return Some(found);
+            }
+        }
+    }
+    while t < tail.len() {
+        if let Some(found) = take(tail[t]) {
+            return Some(found);
+        }
+        t += 1;
+    }
+    None
+}
+
+/// The first position of `generation` outside the window ending at `key`.
+fn window_end(generation: &Generation, key: Option<(i64, i64)>) -> Option<usize> {
+    let key = key?;
+    let created = generation.created_at();
+    let ids = generation.ids();
+    let (mut lo, mut hi) = (0usize, created.len());
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if inside(Some(key), created[mid], ids[mid]) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    Some(lo)
+}
+
+struct TableSearch<'a> {
+    table: IndexTable,
+    scope: &'a Scope,
+    model_id: &'a str,
+    dim: usize,
+    depth: usize,
+    window: usize,
+}
+
+impl TableSearch<'_> {
+    fn kind(&self) -> fn(i64) -> Ref {
+        match self.table {
+            IndexTable::Memories => Ref::mem,
+            IndexTable::Episodes => Ref::ep,
+        }
+    }
+
+    /// The key of the last row inside the scan window, `None` when every in-scope row fits.
+    fn window_key(&self, conn: &Connection) -> Result<Option<(i64, i64)>> {
+        let (pred, mut params) = self.scope.predicate("");
+        params.push(Value::Text(self.model_id.to_owned()));
+        params.push(Value::Integer(self.dim as i64));
+        let sql = format!(
+            "SELECT created_at_ms, id FROM {} WHERE {pred} AND embedding IS NOT NULL \
+             AND embedding_model = ? AND embedding_dim = ? \
+             ORDER BY created_at_ms DESC, id ASC LIMIT 1 OFFSET {}",
+            self.table.name(),
+            self.window.saturating_sub(1)
+        );
+        let mut stmt = conn.prepare_cached(&sql)?;
+        let mut rows = stmt.query(rusqlite::params_from_iter(params))?;
+        Ok(match rows.next()? {
+            Some(row) => Some((row.get(0)?, row.get(1)?)),
+            None => None,
+        })
+    }
+
+    /// Reads tail rows in scope: every row with a vector (`ids` `None`) or those ids.
+    fn tail_rows(
+        &self,
+        conn: &Connection,
+        ids: Option<&[i64]>,
+        mut push: impl FnMut(i64, i64, Vec<f32>) -> Result<()>,
+    ) -> Result<()> {
+        let (pred, base) = self.scope.predicate("");
+        let mut run = |extra: &str, extra_params: Vec<Value>| -> Result<()> {
+            let mut params = base.clone();
+            params.push(Value::Text(self.model_id.to_owned()));
+            params.push(Value::Integer(self.dim as i64));
+            params.extend(extra_params);
+            let sql = format!(
+                "SELECT id, created_at_ms, embedding, embedding_format FROM {} WHERE {pred} \
+                 AND embedding IS NOT NULL AND embedding_model = ? AND embedding_dim = ? {extra}",
+                self.table.name()
+            );
+            let mut stmt = conn.prepare(&sql)?;
+            let mut rows = stmt.query(rusqlite::params_from_iter(params))?;
+            while let Some(row) = rows.next()? {
+                let blob: Vec<u8> = row.get(2)?;
+                let tag: String = row.get(3)?;
+                if let Some(v) = format_from_tag(&tag)
+                    .and_then(|f| decode(&blob, f))
+                    .filter(|v| v.len() == self.dim)
+                {
+                    push(row.get(0)?, row.get(1)?, v)?;
+                }
+            }
+            Ok(())
+        };
+        match ids {
+            None => run("", Vec::new()),
+            Some(ids) => {
+                for chunk in ids.chunks(IN_CHUNK) {
+                    let marks = vec!["?"; chunk.len()].join(",");
+                    run(
+                        &format!("AND id IN ({marks})"),
+                        chunk.iter().map(|&id| Value::Integer(id)).collect(),
+                    )?;
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Near and far lists of one table, each sorted and cut to depth.
+    fn run(
+        &self,
+        engine: &Engine,
+        loaded: Option<&Loaded>,
+        query: &[f32],
+    ) -> Result<(Vec<Scored>, Vec<Scored>, VectorTableReport)> {
+        let dim = Dim::new(self.dim)?;
+        let codes = QueryCodes::new(query, dim)?;
+        let kind = self.kind();
+        let mut near_tail = TailRows::new(dim);
+        let mut far_tail = TailRows::new(dim);
+        let mut near_created = Vec::new();
+        let mut far_created = Vec::new();
+        // With a generation the tail is small: read it whole, then place the window from the
+        // generation's own columns (no SQL scan of the window). Without one every row is tail:
+        // the window key comes from SQLite and rows stream into the near/far sets.
+        let mut tail: Vec<(i64, i64, Vec<f32>)> = Vec::new();
+        let mut filter: Option<RowFilter> = None;
+        let key = engine.read(|conn| {
+            let tx = conn.unchecked_transaction()?;
+            let key = match loaded {
+                Some(l) => {
+                    let mut stmt = tx.prepare_cached(
+                        "SELECT DISTINCT row_id FROM change_log WHERE table_name = ? AND seq > ? \
+                         ORDER BY row_id",
+                    )?;
+                    let changed = stmt
+                        .query_map(
+                            rusqlite::params![self.table.name(), l.head() as i64],
+                            |row| row.get(0),
+                        )?
+                        .collect::<rusqlite::Result<Vec<i64>>>()?;
+                    self.tail_rows(&tx, Some(&changed), |id, created, v| {
+                        tail.push((id, created, v));
+                        Ok(())
+                    })?;
+                    filter = scope_filter(&l.generation, self.scope).map(|mut f| {
+                        f.exclude = Some(RowSet::new(
+                            changed.iter().filter_map(|id| l.positions.get(id).copied()),
+                        ));
+                        f
+                    });
+                    let mut keys: Vec<(i64, i64)> = tail.iter().map(|t| (t.1, t.0)).collect();
+                    keys.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+                    window_key_from_generation(&l.generation, filter.as_ref(), &keys, self.window)
+                }
+                None => {
+                    let key = self.window_key(&tx)?;
+                    self.tail_rows(&tx, None, |id, created, vector| {
+                        if inside(key, created, id) {
+                            near_tail.push(id, &vector)?;
+                            near_created.push(created);
+                        } else {
+                            far_tail.push(id, &vector)?;
+                            far_created.push(created);
+                        }
+                        Ok(())
+                    })?;
+                    key
+                }
+            };
+            tx.commit()?;
+            Ok(key)
+        })?;
+        for (id, created, vector) in &tail {
+            if inside(key, *created, *id) {
+                near_tail.push(*id, vector)?;
+                near_created.push(*created);
+            } else {
+                far_tail.push(*id, vector)?;
+                far_created.push(*created);
+            }
+        }
+        let mut near = Vec::new();
+        let mut far = Vec::new();
+        let mut report = VectorTableReport {
+            table: self.table,
+            generation: loaded.map(|l| l.generation.generation()),
+            tail_rows: near_tail.len() + far_tail.len(),
+            window_cut: key.is_some(),
+            prefiltered: false,
+        };
+        if let Some(l) = loaded
+            && let Some(mut filter) = filter
+        {
+            let g = &l.generation;
+            filter.window = window_end(g, key);
+            let mode = if g.len() > PREFILTER_MIN_ROWS {
+                report.prefiltered = true;
+                SearchMode::default()
+            } else {
+                SearchMode::Exact
+            };
+            let config = ScanConfig::new(self.depth).with_mode(mode);
+            let gq = g.query(query)?;
+            let found = g.search_near_far(&gq, &filter, &config)?;
+            let created = g.created_at();
+            for (hits, out) in [(found.near.hits, &mut near), (found.far.hits, &mut far)] {
+                out.extend(hits.into_iter().map(|h| Scored {
+                    r#ref: kind(h.id),
+                    score: h.score,
+                    created_at: created[h.row as usize],
+                }));
+            }
+        }
+        let kernels = engine.kernels;
+        for (tail, created, out) in [
+            (&near_tail, &near_created, &mut near),
+            (&far_tail, &far_created, &mut far),
+        ] {
+            if tail.is_empty() {
+                continue;
+            }
+            let found = tail.search(&codes, self.depth, &kernels, |_| true)?;
+            out.extend(found.hits.into_iter().map(|h| Scored {
+                r#ref: kind(h.id),
+                score: h.score,
+                created_at: created[h.row as usize],
+            }));
+        }
+        Ok((near, far, report))
+    }
+}
+
+/// Runs the vector arm over memories and episodes for `scope`, each list cut to `depth`.
+pub(crate) fn search(
+    engine: &Engine,
+    scope: &Scope,
+    query: &[f32],
+    depth: usize,
+    window: usize,
+) -> Result<VectorLists> {
+    let target = engine.vector_target();
+    let mut near = Vec::new();
+    let mut far = Vec::new();
+    let mut report = VectorReport::default();
+    for table in IndexTable::ALL {
+        let loaded = engine.loaded_generation(table);
+        let search = TableSearch {
+            table,
+            scope,
+            model_id: &target.model_id,
+            dim: target.dim,
+            depth,
+            window,
+        };
+        let (n, f, r) = search.run(engine, loaded.as_deref(), query)?;
+        near.extend(n);
+        far.extend(f);
+        report.tables.push(r);
+    }
+    let finish = |mut list: Vec<Scored>, arm: Arm| {
+        list.sort_by(scored_cmp);
+        list.truncate(depth);
+        ArmList::ranked(
+            arm,
+            list.into_iter()
+                .map(|s| (s.r#ref, Some(f64::from(s.score)))),
+        )
+    };
+    Ok(VectorLists {
+        near: finish(near, Arm::VectorNear),
+        far: finish(far, Arm::VectorFar),
+        report,
+    })
+}

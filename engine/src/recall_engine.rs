@@ -1,0 +1,429 @@
+//! `Engine::recall`, `Engine::get_contents` and `Engine::calibrate_threshold`: the pure recall
+//! stages joined to the store and the index. Every row read here goes through the caller's
+//! `Scope`; a row of another agent must never be hydrated, served or counted.
+
+use std::cell::RefCell;
+use std::time::Instant;
+
+use rusqlite::types::Value;
+use rusqlite::{Connection, OptionalExtension};
+use serde::Serialize;
+
+use crate::arms::{lexical, vector};
+use crate::engine::Engine;
+use crate::error::{Error, Result};
+use crate::recall::calibrate::{CalibrationParams, calibrate};
+use crate::recall::contents::{
+    BUDGET_CHARS, ContentsResponse, StoredContent, get_contents, parse_requests,
+};
+use crate::recall::gate::GateInput;
+use crate::recall::pipeline::RecallStages;
+use crate::recall::shape::Hydrated;
+use crate::recall::{Arm, ArmList, RecallRequest, RecallResponse, Ref, RefKind, run};
+use crate::scope::Scope;
+use crate::vector::{decode, format_from_tag};
+
+pub use crate::arms::vector::{MAX_MEMORIES, PREFILTER_MIN_ROWS, VectorReport};
+
+/// The version of the scoring a stored calibration applies to; a row with another value is
+/// ignored (int8 cosine of the vector arm, gate on cosine only).
+pub const SCORING_VERSION: &str = "cosine-int8-v1";
+
+/// The pool (rows in scope) is counted up to this many rows per table: the gate's heuristic
+/// saturates at 499 rows (`ln(pool+1)/ln 500` reaches 1), so a larger count changes nothing
+/// but costs a scan (10 ms at 100K rows). The trace's `gate.pool` shows the capped count.
+pub const POOL_COUNT_CAP: usize = 1_000;
+
+/// Rows sampled per agent for a calibration, newest first.
+pub const CALIBRATION_SAMPLE_ROWS: usize = 5_000;
+
+/// A recall as an agent asks it (CPersona's `recall` arguments this engine serves).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RecallQuery {
+    /// The agent (required; `""` matches nothing).
+    pub agent_id: String,
+    /// `None` = no project filter, `""` = global pool, `X` = X plus the global pool.
+    pub project_id: Option<String>,
+    /// `None`/`""` = no channel filter, `X` = X plus channel-less rows.
+    pub channel: Option<String>,
+    /// The query; blank = the recency listing.
+    pub query: String,
+    /// Rows returned at most.
+    pub limit: usize,
+    /// Halves the gate.
+    pub deep: bool,
+    /// Whole rows within the full-content budget.
+    pub full_content: bool,
+    /// Return what each stage saw.
+    pub trace: bool,
+}
+
+/// Milliseconds spent per stage.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct RecallTimings {
+    /// Embedding the query.
+    pub embed_ms: f64,
+    /// The vector arm (generation + live tail).
+    pub vector_ms: f64,
+    /// The lexical arms.
+    pub lexical_ms: f64,
+    /// Depth, fusion, gate, count cut and shaping (hydration excluded).
+    pub fusion_ms: f64,
+    /// Reading the kept rows.
+    pub hydrate_ms: f64,
+    /// Counting the pool in scope and reading the calibration (the gate's inputs).
+    pub gate_input_ms: f64,
+}
+
+/// A recall's answer: the response body plus what degraded, and the trace when asked.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RecallResult {
+    /// The response body.
+    pub response: RecallResponse,
+    /// What the agent should know (embedder down, bounds that cut, etc.).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub advisories: Vec<String>,
+    /// How the vector arm ran (generation used, tail size, window cut).
+    pub vector: VectorReport,
+    /// True when the memories arm came from the keyword pass.
+    pub keyword_fallback: bool,
+    /// The stages, when `trace`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stages: Option<RecallStages>,
+    /// Time per stage.
+    pub timings: RecallTimings,
+}
+
+/// A stored calibration and where it came from.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CalibrationOutcome {
+    /// The agent calibrated.
+    pub agent_id: String,
+    /// The calibration.
+    pub calibration: crate::recall::calibrate::Calibration,
+}
+
+fn ms(since: Instant) -> f64 {
+    since.elapsed().as_secs_f64() * 1000.0
+}
+
+fn parse_json(text: &str) -> Option<serde_json::Value> {
+    serde_json::from_str(text).ok()
+}
+
+/// Reads one row by ref within `scope`; `None` when absent or outside it.
+fn read_scoped(conn: &Connection, scope: &Scope, r: Ref) -> Result<Option<StoredContent>> {
+    let (pred, mut params) = scope.predicate("");
+    params.push(Value::Integer(r.id));
+    let row = match r.kind {
+        RefKind::Mem => conn
+            .prepare_cached(&format!(
+                "SELECT content, source, timestamp, msg_id FROM memories WHERE {pred} AND id = ?"
+            ))?
+            .query_row(rusqlite::params_from_iter(params), |row| {
+                let msg_id: String = row.get(3)?;
+                Ok(StoredContent {
+                    text: row.get(0)?,
+                    source: parse_json(&row.get::<_, String>(1)?),
+                    timestamp: Some(row.get(2)?),
+                    msg_id: (!msg_id.is_empty()).then_some(msg_id),
+                    resolved: None,
+                })
+            })
+            .optional()?,
+        RefKind::Ep => conn
+            .prepare_cached(&format!(
+                "SELECT summary, start_time, resolved FROM episodes WHERE {pred} AND id = ?"
+            ))?
+            .query_row(rusqlite::params_from_iter(params), |row| {
+                Ok(StoredContent {
+                    text: row.get(0)?,
+                    source: Some(serde_json::json!({"System": "episode"})),
+                    timestamp: row.get(1)?,
+                    msg_id: None,
+                    resolved: Some(row.get::<_, i64>(2)? != 0),
+                })
+            })
+            .optional()?,
+    };
+    Ok(row)
+}
+
+impl Engine {
+    fn read_scope(agent_id: &str, project_id: Option<&str>, channel: Option<&str>) -> Scope {
+        Scope::read(Some(agent_id), project_id, channel)
+    }
+
+    /// The calibrated cosine threshold for `agent_id` (else the global one) that matches the
+    /// store's embedder and scoring, if any.
+    fn calibrated_threshold(&self, conn: &Connection, agent_id: &str) -> Result<Option<f64>> {
+        let target = self.vector_target();
+        let mut stmt = conn.prepare_cached(
+            "SELECT payload FROM calibration WHERE agent_id IN (?1, '') AND embedding_model = ?2 \
+             AND embedding_dim = ?3 AND scoring_version = ?4 ORDER BY agent_id = '' LIMIT 1",
+        )?;
+        let payload: Option<String> = stmt
+            .query_row(
+                rusqlite::params![
+                    agent_id,
+                    target.model_id,
+                    target.dim as i64,
+                    SCORING_VERSION
+                ],
+                |row| row.get(0),
+            )
+            .optional()?;
+        Ok(payload
+            .and_then(|p| parse_json(&p))
+            .and_then(|v| v.get("threshold")?.as_f64()))
+    }
+
+    /// `recall`: embeds the query, runs the vector and lexical arms in the caller's scope,
+    /// then depth → fusion → gate → count cut → hydration → shape. An embedder failure
+    /// degrades to the lexical arms with an advisory; a blank query is the recency listing.
+    pub fn recall(&self, q: &RecallQuery) -> Result<RecallResult> {
+        let config = self.config.recall;
+        let depth = config.depth.per_arm();
+        let scope = Self::read_scope(&q.agent_id, q.project_id.as_deref(), q.channel.as_deref());
+        let mut timings = RecallTimings::default();
+        let mut advisories = Vec::new();
+        let blank = q.query.trim().is_empty();
+        let mut arms: Vec<ArmList> = Vec::new();
+        let mut report = VectorReport::default();
+        let mut keyword_fallback = false;
+
+        if !blank {
+            let started = Instant::now();
+            let target = self.vector_target();
+            let embedded = if target.embedder_matches {
+                self.embedder
+                    .embed(&[q.query.as_str()])
+                    .map_err(|err| err.to_string())
+                    .and_then(|mut v| v.pop().ok_or_else(|| "embedder returned nothing".into()))
+                    .and_then(|v| {
+                        if v.len() == target.dim {
+                            Ok(v)
+                        } else {
+                            Err(format!(
+                                "embedder returned {} dims, store holds {}",
+                                v.len(),
+                                target.dim
+                            ))
+                        }
+                    })
+            } else {
+                Err("the embedder does not match the store's vectors".to_owned())
+            };
+            timings.embed_ms = ms(started);
+            match embedded {
+                Ok(vector) => {
+                    let started = Instant::now();
+                    let lists =
+                        vector::search(self, &scope, &vector, depth, self.config.scan_window)?;
+                    timings.vector_ms = ms(started);
+                    arms.push(lists.near);
+                    arms.push(lists.far);
+                    report = lists.report;
+                }
+                Err(reason) => advisories.push(format!(
+                    "vector arm skipped ({reason}); results come from the lexical arms only"
+                )),
+            }
+            let started = Instant::now();
+            let lexical = self.read(|conn| lexical::search(conn, &scope, &q.query, depth))?;
+            timings.lexical_ms = ms(started);
+            keyword_fallback = lexical.keyword_fallback;
+            advisories.extend(lexical.notes);
+            arms.push(lexical.episodes);
+            arms.push(lexical.memories);
+        } else {
+            let started = Instant::now();
+            arms.push(self.read(|conn| recency(conn, &scope, depth))?);
+            timings.lexical_ms = ms(started);
+        }
+        if report.tables.iter().any(|t| t.window_cut) {
+            advisories.push(format!(
+                "vector scan window ({} newest rows per table) cut older rows to the far list",
+                self.config.scan_window
+            ));
+        }
+
+        let gate_started = Instant::now();
+        let outcome = self.read(|conn| {
+            let (pred, params) = scope.predicate("");
+            // Never below the pool size at which a configured heuristic saturates.
+            let cap = POOL_COUNT_CAP.max(config.gate.heuristic_pool.ceil().max(0.0) as usize + 1);
+            let pool: i64 = conn.query_row(
+                &format!(
+                    "SELECT (SELECT COUNT(*) FROM (SELECT 1 FROM memories WHERE {pred} LIMIT {cap})) + \
+                     (SELECT COUNT(*) FROM (SELECT 1 FROM episodes WHERE {pred} LIMIT {cap}))"
+                ),
+                rusqlite::params_from_iter(params.iter().chain(params.iter())),
+                |row| row.get(0),
+            )?;
+            let gate_input = GateInput {
+                calibrated: self.calibrated_threshold(conn, &q.agent_id)?,
+                pool: pool.max(0) as u64,
+                deep: q.deep,
+            };
+            let request = RecallRequest {
+                query: &q.query,
+                limit: q.limit,
+                deep: q.deep,
+                full_content: q.full_content,
+            };
+            let gate_input_ms = ms(gate_started);
+            let failure: RefCell<Option<Error>> = RefCell::new(None);
+            let mut hydrate_ms = 0.0;
+            let started = Instant::now();
+            let outcome = run(
+                &config,
+                &request,
+                arms,
+                &gate_input,
+                |r| {
+                    let t = Instant::now();
+                    let row = match read_scoped(conn, &scope, r) {
+                        Ok(row) => row,
+                        Err(err) => {
+                            failure.borrow_mut().get_or_insert(err);
+                            None
+                        }
+                    };
+                    hydrate_ms += ms(t);
+                    row.map(|s| Hydrated {
+                        content: match r.kind {
+                            RefKind::Mem => s.text,
+                            RefKind::Ep => format!("[Episode] {}", s.text),
+                        },
+                        source: s.source,
+                        timestamp: s.timestamp,
+                        msg_id: s.msg_id,
+                    })
+                },
+                |_| None,
+            );
+            let total = ms(started);
+            if let Some(err) = failure.into_inner() {
+                return Err(err);
+            }
+            Ok((outcome, total, hydrate_ms, gate_input_ms))
+        })?;
+        let (outcome, total, hydrate_ms, gate_input_ms) = outcome;
+        timings.gate_input_ms = gate_input_ms;
+        timings.hydrate_ms = hydrate_ms;
+        timings.fusion_ms = (total - hydrate_ms).max(0.0);
+        Ok(RecallResult {
+            response: outcome.response,
+            advisories,
+            vector: report,
+            keyword_fallback,
+            stages: q.trace.then_some(outcome.stages),
+            timings,
+        })
+    }
+
+    /// `get_contents`: full text (or a span) of each ref, read within the caller's scope; a
+    /// ref outside it or absent comes back under `unresolved` (`not_found`).
+    pub fn get_contents(
+        &self,
+        agent_id: &str,
+        project_id: Option<&str>,
+        channel: Option<&str>,
+        refs: &[serde_json::Value],
+    ) -> Result<ContentsResponse> {
+        let scope = Self::read_scope(agent_id, project_id, channel);
+        let requests = parse_requests(refs)?;
+        self.read(|conn| get_contents(requests, BUDGET_CHARS, |r| read_scoped(conn, &scope, r)))
+    }
+
+    /// Calibrates the gate for `agent_id` from its stored vectors (newest
+    /// [`CALIBRATION_SAMPLE_ROWS`] memories, sessions = `source.id`, else `msg_id` prefix,
+    /// else channel) and stores it in the `calibration` table, which the gate then reads.
+    pub fn calibrate_threshold(&self, agent_id: &str) -> Result<CalibrationOutcome> {
+        let target = self.vector_target();
+        let (vectors, sessions) = self.read(|conn| {
+            let mut stmt = conn.prepare(
+                "SELECT embedding, embedding_format, source, channel FROM memories \
+                 WHERE agent_id = ?1 AND embedding IS NOT NULL AND embedding_model = ?2 \
+                 AND embedding_dim = ?3 ORDER BY created_at_ms DESC, id ASC LIMIT ?4",
+            )?;
+            let mut rows = stmt.query(rusqlite::params![
+                agent_id,
+                target.model_id,
+                target.dim as i64,
+                CALIBRATION_SAMPLE_ROWS as i64
+            ])?;
+            let mut vectors = Vec::new();
+            let mut sessions = Vec::new();
+            while let Some(row) = rows.next()? {
+                let blob: Vec<u8> = row.get(0)?;
+                let Some(v) =
+                    format_from_tag(&row.get::<_, String>(1)?).and_then(|f| decode(&blob, f))
+                else {
+                    continue;
+                };
+                let source = parse_json(&row.get::<_, String>(2)?);
+                let session = source
+                    .as_ref()
+                    .and_then(|s| s.get("id")?.as_str().map(str::to_owned))
+                    .filter(|s| !s.is_empty())
+                    .unwrap_or_else(|| {
+                        format!("channel:{}", row.get::<_, String>(3).unwrap_or_default())
+                    });
+                vectors.push(v);
+                sessions.push(session);
+            }
+            // Oldest first: positive pairs are consecutive members of a session in time order.
+            vectors.reverse();
+            sessions.reverse();
+            Ok((vectors, sessions))
+        })?;
+        let refs: Vec<&[f32]> = vectors.iter().map(Vec::as_slice).collect();
+        let calibration = calibrate(&refs, &sessions, &CalibrationParams::default())?;
+        let payload = serde_json::to_string(&calibration).map_err(|err| Error::InvalidInput {
+            field: "calibration",
+            reason: err.to_string(),
+        })?;
+        self.write(|tx| {
+            tx.execute(
+                "INSERT INTO calibration(agent_id, payload, embedding_model, embedding_dim, \
+                 scoring_version, calibrated_at_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6) \
+                 ON CONFLICT(agent_id) DO UPDATE SET payload = excluded.payload, \
+                 embedding_model = excluded.embedding_model, embedding_dim = excluded.embedding_dim, \
+                 scoring_version = excluded.scoring_version, calibrated_at_ms = excluded.calibrated_at_ms",
+                rusqlite::params![
+                    agent_id,
+                    payload,
+                    target.model_id,
+                    target.dim as i64,
+                    SCORING_VERSION,
+                    chrono::Utc::now().timestamp_millis()
+                ],
+            )?;
+            Ok(())
+        })?;
+        Ok(CalibrationOutcome {
+            agent_id: agent_id.to_owned(),
+            calibration,
+        })
+    }
+}
+
+/// The blank-query recency listing: the newest memories in scope, as the memories arm.
+fn recency(conn: &Connection, scope: &Scope, depth: usize) -> Result<ArmList> {
+    let (pred, mut params) = scope.predicate("");
+    params.push(Value::Integer(depth as i64));
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT id FROM memories WHERE {pred} ORDER BY created_at_ms DESC, id DESC LIMIT ?"
+    ))?;
+    let ids = stmt
+        .query_map(rusqlite::params_from_iter(params), |row| {
+            row.get::<_, i64>(0)
+        })?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok(ArmList::ranked(
+        Arm::MemoryKeyword,
+        ids.into_iter().map(|id| (Ref::mem(id), None)),
+    ))
+}

@@ -1,0 +1,495 @@
+//! `Engine::recall`, `get_contents`, generations and the live tail end to end, on small
+//! corpora with the hashed-words test embedder.
+
+use cpersona_engine::{
+    ArchiveEpisodeRequest, Engine, EngineConfig, IndexTable, MemoryIdRequest, RecallQuery, StoreId,
+    StoreRequest, UpdateMemoryRequest,
+};
+use cpersona_index::Kernels;
+use proptest::prelude::*;
+use serde_json::json;
+
+use crate::common::{Fixture, TestEmbedder, conn, fixture};
+
+const WORDS: &[&str] = &[
+    "apple", "river", "stone", "cloud", "engine", "garden", "winter", "copper", "signal", "harbor",
+    "lantern", "meadow",
+];
+
+fn store(f: &Fixture, agent: &str, project: &str, channel: &str, content: &str) -> i64 {
+    let out = f
+        .engine
+        .store(&StoreRequest {
+            agent_id: agent.into(),
+            project_id: project.into(),
+            channel: channel.into(),
+            content: content.into(),
+            ..StoreRequest::default()
+        })
+        .unwrap();
+    match out.id {
+        Some(StoreId::Row(id)) => id,
+        other => panic!("not stored: {other:?}"),
+    }
+}
+
+fn sentence(seed: usize, n: usize) -> String {
+    (0..n)
+        .map(|i| WORDS[(seed * 7 + i * 5 + seed / 3) % WORDS.len()])
+        .collect::<Vec<_>>()
+        .join(" ")
+        + &format!(" note{seed}")
+}
+
+fn corpus(f: &Fixture) {
+    for i in 0..40 {
+        let agent = if i % 4 == 3 { "b" } else { "a" };
+        let project = ["", "p1", "p2"][i % 3];
+        let channel = ["", "c1"][i % 2];
+        store(f, agent, project, channel, &sentence(i, 3 + i % 4));
+    }
+    for i in 0..4 {
+        f.engine
+            .archive_episode(&ArchiveEpisodeRequest {
+                agent_id: "a".into(),
+                summary: format!("episode about {} and {}", WORDS[i], WORDS[i + 3]),
+                keywords: WORDS[i + 1].into(),
+                ..ArchiveEpisodeRequest::default()
+            })
+            .unwrap();
+    }
+}
+
+fn query(agent: &str, text: &str) -> RecallQuery {
+    RecallQuery {
+        agent_id: agent.into(),
+        query: text.into(),
+        limit: 10,
+        ..RecallQuery::default()
+    }
+}
+
+const QUERIES: &[&str] = &[
+    "apple river",
+    "winter copper signal",
+    "note7",
+    "episode harbor",
+    "zzz",
+];
+
+/// The response bodies of a fixed query set, as JSON text.
+fn answers(engine: &Engine) -> Vec<String> {
+    let mut out = Vec::new();
+    for agent in ["a", "b"] {
+        for q in QUERIES {
+            for (project, channel) in [(None, None), (Some("p1"), Some("c1")), (Some(""), None)] {
+                let mut rq = query(agent, q);
+                rq.project_id = project.map(str::to_owned);
+                rq.channel = channel.map(str::to_owned);
+                let r = engine.recall(&rq).unwrap();
+                out.push(serde_json::to_string(&r.response).unwrap());
+            }
+        }
+    }
+    out
+}
+
+fn reopen(f: &Fixture) -> Engine {
+    reopen_with_window(f, cpersona_engine::MAX_MEMORIES)
+}
+
+fn reopen_with_window(f: &Fixture, window: usize) -> Engine {
+    let mut config = EngineConfig::new(f.dir.path().join("store.db"));
+    config.scan_window = window;
+    Engine::open(config, f.embedder.clone()).unwrap()
+}
+
+fn remove_generations(f: &Fixture) {
+    for table in IndexTable::ALL {
+        let _ = std::fs::remove_file(f.engine.generation_path(table));
+    }
+}
+
+fn rebuild_all(engine: &Engine) {
+    for table in IndexTable::ALL {
+        let out = engine.rebuild_index(table, &mut |_, _| {}).unwrap();
+        assert!(!out.discarded);
+    }
+}
+
+#[test]
+fn fresh_stale_and_missing_generations_answer_the_same() {
+    check_generation_equivalence(cpersona_engine::MAX_MEMORIES);
+}
+
+/// A window of 7 rows puts most of the corpus in the far list, so the window boundary is
+/// placed from the generation merged with the tail, and from SQLite without one.
+#[test]
+fn with_a_small_scan_window_fresh_stale_and_missing_generations_answer_the_same() {
+    check_generation_equivalence(7);
+}
+
+fn check_generation_equivalence(window: usize) {
+    let mut f = fixture();
+    f.engine = reopen_with_window(&f, window);
+    corpus(&f);
+    let none = answers(&f.engine);
+    assert!(none.iter().any(|a| a.contains("mem:")), "{none:?}");
+    rebuild_all(&f.engine);
+    let status = f.engine.index_status().unwrap();
+    assert_eq!(status.tables[0].rows, 40);
+    assert_eq!(status.tables[0].live_tail, 0);
+    let fresh = answers(&f.engine);
+    assert_eq!(none, fresh);
+    if window < 40 {
+        assert!(fresh.iter().any(|a| a.contains("vector_far")), "{fresh:?}");
+    }
+
+    // Writes, an update and deletes since the generation.
+    store(&f, "a", "p1", "c1", "apple river brand new row");
+    store(&f, "b", "", "", "winter copper signal fresh");
+    f.engine
+        .update_memory(&UpdateMemoryRequest {
+            memory_id: 2,
+            content: "apple river rewritten".into(),
+            agent_id: "a".into(),
+            ..UpdateMemoryRequest::default()
+        })
+        .unwrap();
+    for id in [1, 5] {
+        f.engine
+            .delete_memory(&MemoryIdRequest {
+                memory_id: id,
+                agent_id: "a".into(),
+                ..MemoryIdRequest::default()
+            })
+            .unwrap();
+    }
+    let status = f.engine.index_status().unwrap();
+    assert!(status.tables[0].live_tail >= 4, "{status:?}");
+    let stale = answers(&f.engine);
+    remove_generations(&f);
+    let missing = answers(&reopen_with_window(&f, window));
+    assert_eq!(stale, missing);
+    let rebuilt = reopen_with_window(&f, window);
+    rebuild_all(&rebuilt);
+    assert_eq!(stale, answers(&rebuilt));
+    assert_ne!(stale, fresh, "the writes must change some answer");
+}
+
+#[test]
+fn scalar_and_detected_kernels_answer_the_same() {
+    let f = fixture();
+    corpus(&f);
+    rebuild_all(&f.engine);
+    let detected = answers(&f.engine);
+    let scalar = reopen(&f).with_kernels(Kernels::scalar());
+    assert_eq!(detected, answers(&scalar));
+}
+
+#[test]
+fn a_rebuild_overtaken_by_a_purge_discards_its_file() {
+    let f = fixture();
+    corpus(&f);
+    // A purge mark above any head a build can read: the build must discard.
+    conn(&f)
+        .execute(
+            "INSERT INTO meta(key, value) VALUES ('index_purged_through_seq', '999999')",
+            [],
+        )
+        .unwrap();
+    let out = f
+        .engine
+        .rebuild_index(IndexTable::Memories, &mut |_, _| {})
+        .unwrap();
+    assert!(out.discarded);
+    assert!(!out.path.exists());
+    assert_eq!(f.engine.index_status().unwrap().tables[0].generation, None);
+}
+
+#[test]
+fn a_generation_older_than_a_purge_is_not_used() {
+    let f = fixture();
+    corpus(&f);
+    rebuild_all(&f.engine);
+    assert_eq!(
+        f.engine.index_status().unwrap().tables[0].generation,
+        Some(1)
+    );
+    f.engine.delete_agent_data("b", "").unwrap();
+    let status = f.engine.index_status().unwrap();
+    assert_eq!(status.tables[0].generation, None, "{status:?}");
+    let r = f
+        .engine
+        .recall(&query("b", "winter copper signal"))
+        .unwrap();
+    assert!(r.response.messages.is_empty());
+    // A rebuild after the purge is usable again.
+    rebuild_all(&f.engine);
+    assert_eq!(
+        f.engine.index_status().unwrap().tables[0].generation,
+        Some(2)
+    );
+}
+
+#[test]
+fn a_generation_of_another_embedder_is_ignored() {
+    let f = fixture();
+    corpus(&f);
+    rebuild_all(&f.engine);
+    let before = answers(&f.engine);
+    drop(f.engine);
+    // Same store, generation files copied from a store of another model.
+    let other_dir = tempfile::tempdir().unwrap();
+    let other = Engine::open(
+        EngineConfig::new(other_dir.path().join("store.db")),
+        TestEmbedder::new("other-model", 32),
+    )
+    .unwrap();
+    other
+        .store(&StoreRequest {
+            agent_id: "a".into(),
+            content: "apple river".into(),
+            ..StoreRequest::default()
+        })
+        .unwrap();
+    other
+        .rebuild_index(IndexTable::Memories, &mut |_, _| {})
+        .unwrap();
+    let engine = Engine::open(
+        EngineConfig::new(f.dir.path().join("store.db")),
+        f.embedder.clone(),
+    )
+    .unwrap();
+    std::fs::copy(
+        other.generation_path(IndexTable::Memories),
+        engine.generation_path(IndexTable::Memories),
+    )
+    .unwrap();
+    let status = engine.index_status().unwrap();
+    assert_eq!(status.tables[0].generation, None);
+    assert!(
+        status.tables[0]
+            .note
+            .as_deref()
+            .unwrap_or("")
+            .contains("other-model")
+    );
+    assert_eq!(before, answers(&engine));
+}
+
+#[test]
+fn golden_recall_response() {
+    let f = fixture();
+    for i in 0..30 {
+        f.engine
+            .store(&StoreRequest {
+                agent_id: ["a", "b"][i % 2].into(),
+                content: sentence(i, 3 + i % 4),
+                timestamp: Some(format!("2026-01-{:02}T09:30:00+00:00", i + 1)),
+                ..StoreRequest::default()
+            })
+            .unwrap();
+    }
+    rebuild_all(&f.engine);
+    let mut rq = query("a", "apple river stone");
+    rq.limit = 4;
+    let r = f.engine.recall(&rq).unwrap();
+    let body = serde_json::to_string_pretty(&r.response).unwrap();
+    expect_test::expect_file!["recall_golden.json"].assert_eq(&body);
+}
+
+#[test]
+fn get_contents_limits_and_unresolved() {
+    let f = fixture();
+    let mine = store(&f, "a", "", "", "my own words");
+    let theirs = store(&f, "b", "", "", "their secret words");
+    let refs = vec![
+        json!(format!("mem:{mine}")),
+        json!(format!("mem:{theirs}")),
+        json!("mem:999"),
+        json!("bogus"),
+        json!({"ref": format!("mem:{mine}"), "span": [3, 6]}),
+    ];
+    let out = f.engine.get_contents("a", None, None, &refs).unwrap();
+    let body = serde_json::to_value(&out).unwrap();
+    assert_eq!(out.items.len(), 2, "{body}");
+    assert_eq!(out.items[0].content, "my own words");
+    assert_eq!(out.items[1].content, "own");
+    assert!(!body.to_string().contains("secret"));
+    let unresolved: Vec<String> = out.unresolved.iter().map(|u| u.r#ref.clone()).collect();
+    assert_eq!(
+        unresolved,
+        vec![
+            format!("mem:{theirs}"),
+            "mem:999".to_owned(),
+            "bogus".to_owned()
+        ]
+    );
+    let many: Vec<_> = (1..=21).map(|i| json!(format!("mem:{i}"))).collect();
+    assert!(f.engine.get_contents("a", None, None, &many).is_err());
+    assert!(f.engine.get_contents("a", None, None, &[]).is_err());
+}
+
+#[test]
+fn hostile_queries_never_error() {
+    let f = fixture();
+    corpus(&f);
+    for q in [
+        "\"",
+        "\"\"\"",
+        "a OR b",
+        "NEAR(apple river, 2)",
+        "content: apple",
+        "apple*",
+        "(((",
+        ")",
+        "-apple",
+        "^apple",
+        "'; DROP TABLE memories; --",
+        "100%_\\",
+        "日本",
+        "日本語の記憶",
+        "\u{FFFD}\u{FFFD}",
+        "ab",
+        "   ",
+        "AND OR NOT",
+        "{apple}",
+        "apple\0river",
+    ] {
+        let r = f.engine.recall(&query("a", q));
+        assert!(r.is_ok(), "{q:?}: {r:?}");
+    }
+}
+
+#[test]
+fn embedder_outage_degrades_to_lexical_with_an_advisory() {
+    let f = fixture();
+    corpus(&f);
+    f.embedder
+        .down
+        .store(true, std::sync::atomic::Ordering::SeqCst);
+    let r = f.engine.recall(&query("a", "apple river")).unwrap();
+    assert!(
+        r.advisories
+            .iter()
+            .any(|a| a.contains("vector arm skipped")),
+        "{r:?}"
+    );
+    assert!(!r.response.messages.is_empty());
+}
+
+#[test]
+fn calibration_is_stored_and_used_by_the_gate() {
+    let f = fixture();
+    for i in 0..60 {
+        f.engine
+            .store(&StoreRequest {
+                agent_id: "a".into(),
+                content: sentence(i, 4),
+                source: Some(json!({"type": "user", "id": format!("s{}", i % 5)})),
+                ..StoreRequest::default()
+            })
+            .unwrap();
+    }
+    let out = f.engine.calibrate_threshold("a").unwrap();
+    let mut rq = query("a", "apple river");
+    rq.trace = true;
+    let r = f.engine.recall(&rq).unwrap();
+    let gate = &r.stages.unwrap().gate;
+    assert_eq!(
+        serde_json::to_value(gate.origin).unwrap(),
+        json!("calibrated"),
+        "{out:?}"
+    );
+}
+
+/// The scope a row must satisfy for a reader (mirrors `Scope::read`).
+fn admits(
+    row: (&str, &str, &str),
+    agent: &str,
+    project: Option<&str>,
+    channel: Option<&str>,
+) -> bool {
+    let (a, p, c) = row;
+    a == agent
+        && match project {
+            None => true,
+            Some("") => p.is_empty(),
+            Some(x) => p == x || p.is_empty(),
+        }
+        && match channel {
+            None | Some("") => true,
+            Some(x) => c == x || c.is_empty(),
+        }
+}
+
+fn axes(f: &Fixture, r: &str) -> (String, String, String) {
+    let (table, id) = r.split_once(':').unwrap();
+    let table = if table == "mem" {
+        "memories"
+    } else {
+        "episodes"
+    };
+    conn(f)
+        .query_row(
+            &format!("SELECT agent_id, project_id, channel FROM {table} WHERE id = ?"),
+            [id.parse::<i64>().unwrap()],
+            |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
+        )
+        .unwrap()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 12, ..ProptestConfig::default() })]
+
+    #[test]
+    fn no_row_outside_the_scope_is_ever_returned(
+        rows in prop::collection::vec((0usize..3, 0usize..3, 0usize..3, 0usize..500), 1..30),
+        split in 0usize..30,
+        agent in 0usize..3,
+        project in 0usize..4,
+        channel in 0usize..4,
+        q in 0usize..500,
+    ) {
+        let agents = ["a", "b", "c"];
+        let projects = ["", "p1", "p2"];
+        let channels = ["", "c1", "c2"];
+        let f = fixture();
+        for (i, (a, p, c, s)) in rows.iter().enumerate() {
+            if i == split {
+                rebuild_all(&f.engine);
+            }
+            let _ = f.engine.store(&StoreRequest {
+                agent_id: agents[*a].into(),
+                project_id: projects[*p].into(),
+                channel: channels[*c].into(),
+                content: sentence(*s, 3),
+                ..StoreRequest::default()
+            });
+        }
+        let agent = agents[agent];
+        let project = [None, Some(""), Some("p1"), Some("p2")][project];
+        let channel = [None, Some(""), Some("c1"), Some("c2")][channel];
+        let rq = RecallQuery {
+            agent_id: agent.into(),
+            project_id: project.map(str::to_owned),
+            channel: channel.map(str::to_owned),
+            query: sentence(q, 2),
+            limit: 50,
+            ..RecallQuery::default()
+        };
+        let r = f.engine.recall(&rq).unwrap();
+        for m in serde_json::to_value(&r.response).unwrap()["messages"].as_array().unwrap() {
+            let rf = m["ref"].as_str().unwrap();
+            let (a, p, c) = axes(&f, rf);
+            prop_assert!(admits((&a, &p, &c), agent, project, channel), "{rf} {a} {p} {c}");
+        }
+        let guesses: Vec<_> = (1..=20).map(|i| json!(format!("mem:{i}"))).collect();
+        let out = f.engine.get_contents(agent, project, channel, &guesses).unwrap();
+        for item in &out.items {
+            let (a, p, c) = axes(&f, &item.r#ref.to_string());
+            prop_assert!(admits((&a, &p, &c), agent, project, channel));
+        }
+    }
+}
