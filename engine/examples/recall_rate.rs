@@ -1,7 +1,10 @@
 //! Measures `Engine::recall` latency per stage (embedding excluded) at 10K and 100K rows with
 //! a fresh generation, and prints p50/p95 per stage. Rows are written straight into SQLite
 //! with pre-computed 384-dim hashed-word vectors (the store's triggers fill FTS and the change
-//! log). Run: `cargo run --release -p cpersona-engine --example recall_rate [10000,100000]`.
+//! log). Run: `cargo run --release -p cpersona-engine --example recall_rate [10000,100000]`
+//! (or, reusing the dev build's optimised dependencies, `cargo run -p cpersona-engine --config
+//! 'profile.dev.package.cpersona-index.opt-level=3' --config
+//! 'profile.dev.package.cpersona-engine.opt-level=3' --example recall_rate`).
 #![allow(clippy::print_stdout)]
 
 use std::sync::Arc;
@@ -128,13 +131,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             }
         }
         println!("rows={n} queries={QUERIES} (ms, embedding excluded)");
-        let columns: [(&str, Stage); 5] = [
+        let columns: [(&str, Stage); 6] = [
             ("vector", |t| t.vector_ms),
             ("lexical", |t| t.lexical_ms),
             ("fusion", |t| t.fusion_ms),
             ("hydrate", |t| t.hydrate_ms),
+            ("gate_in", |t| t.gate_input_ms),
             ("total", |t| {
-                t.vector_ms + t.lexical_ms + t.fusion_ms + t.hydrate_ms
+                t.vector_ms + t.lexical_ms + t.fusion_ms + t.hydrate_ms + t.gate_input_ms
             }),
         ];
         for (name, get) in columns {

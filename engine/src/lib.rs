@@ -56,7 +56,7 @@ pub use portability::{
 pub use profiles::{GetProfileOutcome, UpdateProfileOutcome, UpdateProfileRequest};
 pub use queue::{DrainOutcome, QueueStatus};
 pub use recall_engine::{
-    CALIBRATION_SAMPLE_ROWS, CalibrationOutcome, MAX_MEMORIES, PREFILTER_MIN_ROWS, RecallQuery,
-    RecallResult, RecallTimings, SCORING_VERSION, VectorReport,
+    CALIBRATION_SAMPLE_ROWS, CalibrationOutcome, MAX_MEMORIES, POOL_COUNT_CAP, PREFILTER_MIN_ROWS,
+    RecallQuery, RecallResult, RecallTimings, SCORING_VERSION, VectorReport,
 };
 pub use scope::Scope;

@@ -29,6 +29,11 @@ pub use crate::arms::vector::{MAX_MEMORIES, PREFILTER_MIN_ROWS, VectorReport};
 /// ignored (int8 cosine of the vector arm, gate on cosine only).
 pub const SCORING_VERSION: &str = "cosine-int8-v1";
 
+/// The pool (rows in scope) is counted up to this many rows per table: the gate's heuristic
+/// saturates at 499 rows (`ln(pool+1)/ln 500` reaches 1), so a larger count changes nothing
+/// but costs a scan (10 ms at 100K rows). The trace's `gate.pool` shows the capped count.
+pub const POOL_COUNT_CAP: usize = 1_000;
+
 /// Rows sampled per agent for a calibration, newest first.
 pub const CALIBRATION_SAMPLE_ROWS: usize = 5_000;
 
@@ -66,6 +71,8 @@ pub struct RecallTimings {
     pub fusion_ms: f64,
     /// Reading the kept rows.
     pub hydrate_ms: f64,
+    /// Counting the pool in scope and reading the calibration (the gate's inputs).
+    pub gate_input_ms: f64,
 }
 
 /// A recall's answer: the response body plus what degraded, and the trace when asked.
@@ -241,12 +248,15 @@ impl Engine {
             ));
         }
 
+        let gate_started = Instant::now();
         let outcome = self.read(|conn| {
             let (pred, params) = scope.predicate("");
+            // Never below the pool size at which a configured heuristic saturates.
+            let cap = POOL_COUNT_CAP.max(config.gate.heuristic_pool.ceil().max(0.0) as usize + 1);
             let pool: i64 = conn.query_row(
                 &format!(
-                    "SELECT (SELECT COUNT(*) FROM memories WHERE {pred}) + \
-                     (SELECT COUNT(*) FROM episodes WHERE {pred})"
+                    "SELECT (SELECT COUNT(*) FROM (SELECT 1 FROM memories WHERE {pred} LIMIT {cap})) + \
+                     (SELECT COUNT(*) FROM (SELECT 1 FROM episodes WHERE {pred} LIMIT {cap}))"
                 ),
                 rusqlite::params_from_iter(params.iter().chain(params.iter())),
                 |row| row.get(0),
@@ -262,6 +272,7 @@ impl Engine {
                 deep: q.deep,
                 full_content: q.full_content,
             };
+            let gate_input_ms = ms(gate_started);
             let failure: RefCell<Option<Error>> = RefCell::new(None);
             let mut hydrate_ms = 0.0;
             let started = Instant::now();
@@ -296,9 +307,10 @@ impl Engine {
             if let Some(err) = failure.into_inner() {
                 return Err(err);
             }
-            Ok((outcome, total, hydrate_ms))
+            Ok((outcome, total, hydrate_ms, gate_input_ms))
         })?;
-        let (outcome, total, hydrate_ms) = outcome;
+        let (outcome, total, hydrate_ms, gate_input_ms) = outcome;
+        timings.gate_input_ms = gate_input_ms;
         timings.hydrate_ms = hydrate_ms;
         timings.fusion_ms = (total - hydrate_ms).max(0.0);
         Ok(RecallResult {

@@ -17,7 +17,12 @@ fn reference_path() -> PathBuf {
         .ancestors()
         .map(|dir| dir.join(REL))
         .find(|path| path.is_file())
-        .unwrap_or_else(|| panic!("no {REL} in any folder above {}", env!("CARGO_MANIFEST_DIR")))
+        .unwrap_or_else(|| {
+            panic!(
+                "no {REL} in any folder above {}",
+                env!("CARGO_MANIFEST_DIR")
+            )
+        })
 }
 
 /// The all-MiniLM-L6-v2 folder; fails (never skips) with the way to get it.

@@ -1,3 +1,5 @@
+//! Unit tests of quantisation: codes, scales, sign bits and the documented error bound.
+
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 

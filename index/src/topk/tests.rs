@@ -1,3 +1,5 @@
+//! Unit tests of the bounded top-k: order, ties and the running floor.
+
 use proptest::prelude::*;
 
 use super::*;

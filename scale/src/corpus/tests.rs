@@ -1,3 +1,5 @@
+//! Unit tests of the synthetic corpus: determinism and the clustered geometry.
+
 use super::*;
 
 fn cos(a: &[f32], b: &[f32]) -> f32 {
