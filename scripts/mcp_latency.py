@@ -2,8 +2,9 @@
 """Round-trip latency of `store` and `recall` through the Python `mcp` client, over stdio and
 streamable HTTP, against a store of N rows (default 10,000), and the server's idle RSS.
 
-The rows are imported with `cpersona import` (hash embedder), the server drains the embedding
-queue, then each transport times `--calls` stores and `--calls` recalls, one at a time, and
+The rows are imported with `cpersona import` (hash embedder), a first server drains the
+embedding queue, `cpersona index rebuild` builds the generations (unless --no-rebuild), then
+each transport times `--calls` stores and `--calls` recalls, one at a time, and
 prints p50/p95 in milliseconds. Seeded: the same arguments give the same corpus and queries.
 
 Usage: python scripts/mcp_latency.py --binary target/release/cpersona [--rows 10000] [--calls 200]
@@ -77,13 +78,29 @@ async def call(session, tool, args):
     return json.loads(result.content[0].text)
 
 
-async def measure(session, calls, seed, label):
-    await session.initialize()
+async def drained(session, label):
     deadline = time.time() + 600
     while (await call(session, "get_queue_status", {}))["pending"] > 0:
         if time.time() > deadline:
             raise SystemExit(f"{label}: the embedding queue did not drain")
         await asyncio.sleep(0.5)
+
+
+async def prepare(binary, workdir, rebuild):
+    """Lets a server drain the imported rows' embeddings, then builds the index generations."""
+    params = StdioServerParameters(command=binary, args=["serve"], env=env_for(workdir))
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            await drained(session, "prepare")
+    if rebuild:
+        subprocess.run([binary, "index", "rebuild"], env=env_for(workdir), check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+async def measure(session, calls, seed, label):
+    await session.initialize()
+    await drained(session, label)
     rng = random.Random(seed + 1)
     stores, recalls = [], []
     for i in range(calls):
@@ -155,11 +172,15 @@ async def main():
     parser.add_argument("--rows", type=int, default=10_000)
     parser.add_argument("--calls", type=int, default=200)
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--no-rebuild", action="store_true",
+                        help="measure with every row in the live tail (no index generation)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as workdir:
         t = time.perf_counter()
         fill(args.binary, workdir, args.rows, args.seed)
         print(f"imported {args.rows} rows in {time.perf_counter() - t:.1f} s")
+        await prepare(args.binary, workdir, not args.no_rebuild)
+        print("index generations:", "none (live tail only)" if args.no_rebuild else "rebuilt")
         await over_stdio(args.binary, workdir, args.calls, args.seed)
         await over_http(args.binary, workdir, args.calls, args.seed)
 
