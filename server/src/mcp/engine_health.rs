@@ -1,6 +1,6 @@
 //! `check_health` over the engine, and the store statistics `cpersona check` prints: schema
-//! version, SQLite integrity, row counts, the embedding queue and the embedder's identity and
-//! health, in CPersona's `{issues, severity_summary, status, stats}` shape. It reads through
+//! version, SQLite integrity, row counts, the embedding queue, the index generations and the
+//! embedder's identity and health, in CPersona's `{issues, severity_summary, status, stats}` shape. It reads through
 //! its own read-only connection and repairs only by draining the embedding queue.
 
 use std::path::Path;
@@ -101,6 +101,9 @@ pub(crate) fn check_health(backend: &EngineBackend, args: wire::CheckHealthArgs)
     let queue = engine
         .get_queue_status()
         .map_err(|e| ToolError::internal(e.to_string()))?;
+    let index = engine
+        .index_status()
+        .map_err(|e| ToolError::internal(e.to_string()))?;
     let mut issues = Vec::new();
     if selected("schema_version") && stats.schema_version != stats.supported_schema_version {
         issues.push(issue(
@@ -173,6 +176,8 @@ pub(crate) fn check_health(backend: &EngineBackend, args: wire::CheckHealthArgs)
             "pending_tasks": stats.pending_tasks,
             "memories_without_vector": stats.memories_without_vector,
         },
+        "index": serde_json::to_value(&index)
+            .map_err(|e| ToolError::internal(e.to_string()))?,
         "embedder": {
             "model_id": identity.model_id,
             "dim": identity.dim,

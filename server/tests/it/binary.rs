@@ -189,6 +189,7 @@ fn store_lands_in_the_file_and_check_counts_it() {
     assert_eq!(bodies[1]["id"], bodies[0]["id"]);
     assert_eq!(bodies[2]["stats"]["memories"], 1, "{}", bodies[2]);
     assert_eq!(bodies[2]["embedder"]["model_id"], "hash-ngram-v1");
+    assert!(bodies[2]["index"]["tables"].is_array(), "{}", bodies[2]);
     let check: Value = serde_json::from_str(&run_ok(cpersona_in(dir.path()).arg("check"))).unwrap();
     assert_eq!(check["stats"]["memories"], 1, "{check}");
     assert_eq!(check["stats"]["integrity"], json!(["ok"]));
