@@ -5,7 +5,6 @@ use crate::filter::{RowFilter, ScopeColumns};
 use crate::kernels::Kernels;
 use crate::quantize::QueryCodes;
 use crate::rerank::BLOCK_ROWS;
-use crate::topk::BestK;
 
 /// A prefilter candidate, ordered by (Hamming distance, id, row): smaller is better.
 pub(crate) type Candidate = (u32, i64, u32);
@@ -24,6 +23,93 @@ pub(crate) struct PassCounts {
     pub(crate) admitted: u64,
 }
 
+/// Keeps the `capacity` smallest candidates (in [`Candidate`] order) offered to it.
+///
+/// PERF: no heap. A candidate at or under the running threshold is appended to a list; when
+/// the list reaches twice the capacity, a histogram of its distances (integers in
+/// `0..=bits`) gives the exact distance of the capacity-th best, the list keeps what is at or
+/// under it, and that distance becomes the threshold. A row then costs one compare.
+#[derive(Clone, Debug)]
+pub(crate) struct Selection {
+    capacity: usize,
+    threshold: u32,
+    items: Vec<Candidate>,
+    histogram: Vec<u32>,
+}
+
+impl Selection {
+    /// An empty selection of at most `capacity` candidates with distances in `0..=bits`.
+    pub(crate) fn new(capacity: usize, bits: usize) -> Self {
+        Self {
+            capacity,
+            threshold: u32::MAX,
+            items: Vec::with_capacity(Self::limit(capacity).min(1 << 20)),
+            histogram: vec![0; bits + 1],
+        }
+    }
+
+    fn limit(capacity: usize) -> usize {
+        capacity.saturating_mul(2).max(capacity + 64)
+    }
+
+    /// Offers a candidate.
+    #[inline]
+    pub(crate) fn offer(&mut self, candidate: Candidate) {
+        if candidate.0 <= self.threshold {
+            self.items.push(candidate);
+            if self.items.len() >= Self::limit(self.capacity) {
+                self.compact();
+            }
+        }
+    }
+
+    /// Cuts the list to the candidates at or under the capacity-th best distance, and to
+    /// exactly `capacity` by the full order when ties at that distance leave more.
+    fn compact(&mut self) {
+        if self.items.len() <= self.capacity {
+            return;
+        }
+        if self.capacity == 0 {
+            self.items.clear();
+            return;
+        }
+        self.histogram.fill(0);
+        let top = self.histogram.len() - 1;
+        for c in &self.items {
+            self.histogram[(c.0 as usize).min(top)] += 1;
+        }
+        let mut seen = 0usize;
+        // The last bucket also counts distances past the range, so reaching it means "no cut".
+        let mut threshold = u32::MAX;
+        for (distance, &count) in self.histogram[..top].iter().enumerate() {
+            seen += count as usize;
+            if seen >= self.capacity {
+                threshold = distance as u32;
+                break;
+            }
+        }
+        self.items.retain(|c| c.0 <= threshold);
+        if self.items.len() > self.capacity {
+            self.items.select_nth_unstable(self.capacity - 1);
+            self.items.truncate(self.capacity);
+        }
+        self.threshold = threshold;
+    }
+
+    /// Adds everything `other` kept.
+    pub(crate) fn merge(&mut self, other: Self) {
+        for c in other.items {
+            self.offer(c);
+        }
+    }
+
+    /// The kept candidates (at most `capacity`), in no particular order.
+    pub(crate) fn into_candidates(mut self) -> Vec<Candidate> {
+        self.compact();
+        self.items
+    }
+}
+
 impl SignColumns<'_> {
     /// Offers every admitted row of `rows` to `best`, a block at a time.
     pub(crate) fn select(
@@ -33,32 +119,36 @@ impl SignColumns<'_> {
         rows: std::ops::Range<usize>,
         filter: &RowFilter,
         scopes: Option<&ScopeColumns<'_>>,
-        best: &mut BestK<Candidate>,
+        best: &mut Selection,
     ) -> PassCounts {
         let mut counts = PassCounts::default();
         let mut distances = [0u32; BLOCK_ROWS];
-        // PERF: the worst kept distance is a running threshold; a row strictly above it cannot
-        // enter, which rejects most rows with one compare and no heap access.
-        let mut threshold = u32::MAX;
+        let mut mask = [0u8; BLOCK_ROWS];
         let mut start = rows.start;
         while start < rows.end {
             let n = (rows.end - start).min(BLOCK_ROWS);
             let block = &self.signs[start * self.words..(start + n) * self.words];
             kernels.hamming_batch(query.signs(), block, &mut distances[..n]);
-            for (offset, &distance) in distances[..n].iter().enumerate() {
-                let row = start + offset;
-                if let Some(scopes) = scopes
-                    && !scopes.admits(filter, row)
-                {
-                    continue;
+            match scopes {
+                None => {
+                    counts.admitted += n as u64;
+                    for (offset, &distance) in distances[..n].iter().enumerate() {
+                        if distance <= best.threshold {
+                            let row = start + offset;
+                            best.offer((distance, self.ids[row], row as u32));
+                        }
+                    }
                 }
-                counts.admitted += 1;
-                if distance > threshold {
-                    continue;
-                }
-                if best.push((distance, self.ids[row], row as u32)) && best.len() == best.capacity()
-                {
-                    threshold = best.worst().map_or(u32::MAX, |c| c.0);
+                Some(scopes) => {
+                    counts.admitted += scopes.admit_mask(filter, start, &mut mask[..n]) as u64;
+                    for (offset, (&distance, &m)) in
+                        distances[..n].iter().zip(&mask[..n]).enumerate()
+                    {
+                        if m != 0 && distance <= best.threshold {
+                            let row = start + offset;
+                            best.offer((distance, self.ids[row], row as u32));
+                        }
+                    }
                 }
             }
             start += n;
@@ -66,3 +156,6 @@ impl SignColumns<'_> {
         counts
     }
 }
+
+#[cfg(test)]
+mod tests;
