@@ -129,26 +129,24 @@ impl SignColumns<'_> {
             let n = (rows.end - start).min(BLOCK_ROWS);
             let block = &self.signs[start * self.words..(start + n) * self.words];
             kernels.hamming_batch(query.signs(), block, &mut distances[..n]);
-            match scopes {
-                None => {
-                    counts.admitted += n as u64;
-                    for (offset, &distance) in distances[..n].iter().enumerate() {
-                        if distance <= best.threshold {
-                            let row = start + offset;
-                            best.offer((distance, self.ids[row], row as u32));
-                        }
-                    }
-                }
+            // PERF: the threshold lives in a register and is tested first: it rejects almost
+            // every row with one well-predicted compare, before the (unpredictable) mask.
+            let mut threshold = best.threshold;
+            let admitted = match scopes {
+                None => None,
                 Some(scopes) => {
                     counts.admitted += scopes.admit_mask(filter, start, &mut mask[..n]) as u64;
-                    for (offset, (&distance, &m)) in
-                        distances[..n].iter().zip(&mask[..n]).enumerate()
-                    {
-                        if m != 0 && distance <= best.threshold {
-                            let row = start + offset;
-                            best.offer((distance, self.ids[row], row as u32));
-                        }
-                    }
+                    Some(&mask[..n])
+                }
+            };
+            if admitted.is_none() {
+                counts.admitted += n as u64;
+            }
+            for (offset, &distance) in distances[..n].iter().enumerate() {
+                if distance <= threshold && admitted.is_none_or(|m| m[offset] != 0) {
+                    let row = start + offset;
+                    best.offer((distance, self.ids[row], row as u32));
+                    threshold = best.threshold;
                 }
             }
             start += n;
