@@ -28,19 +28,23 @@ pub(crate) struct PassCounts {
 /// PERF: no heap. A candidate at or under the running threshold is appended to a list; when
 /// the list reaches twice the capacity, a histogram of its distances (integers in
 /// `0..=bits`) gives the exact distance of the capacity-th best, the list keeps what is at or
-/// under it, and that distance becomes the threshold. A row then costs one compare.
+/// under it, and that distance becomes the threshold. A row then costs one compare. The list
+/// holds (distance, row) only: a row's id (the tie-break) is read when a cut falls in a tie.
 #[derive(Clone, Debug)]
-pub(crate) struct Selection {
+pub(crate) struct Selection<'a> {
+    ids: &'a [i64],
     capacity: usize,
     threshold: u32,
-    items: Vec<Candidate>,
+    items: Vec<(u32, u32)>,
     histogram: Vec<u32>,
 }
 
-impl Selection {
-    /// An empty selection of at most `capacity` candidates with distances in `0..=bits`.
-    pub(crate) fn new(capacity: usize, bits: usize) -> Self {
+impl<'a> Selection<'a> {
+    /// An empty selection of at most `capacity` candidates with distances in `0..=bits`, among
+    /// rows whose ids are `ids`.
+    pub(crate) fn new(ids: &'a [i64], capacity: usize, bits: usize) -> Self {
         Self {
+            ids,
             capacity,
             threshold: u32::MAX,
             items: Vec::with_capacity(Self::limit(capacity).min(1 << 20)),
@@ -52,11 +56,11 @@ impl Selection {
         capacity.saturating_mul(2).max(capacity + 64)
     }
 
-    /// Offers a candidate.
+    /// Offers row `row` at Hamming distance `distance`.
     #[inline]
-    pub(crate) fn offer(&mut self, candidate: Candidate) {
-        if candidate.0 <= self.threshold {
-            self.items.push(candidate);
+    pub(crate) fn offer(&mut self, distance: u32, row: u32) {
+        if distance <= self.threshold {
+            self.items.push((distance, row));
             if self.items.len() >= Self::limit(self.capacity) {
                 self.compact();
             }
@@ -90,7 +94,9 @@ impl Selection {
         }
         self.items.retain(|c| c.0 <= threshold);
         if self.items.len() > self.capacity {
-            self.items.select_nth_unstable(self.capacity - 1);
+            let ids = self.ids;
+            self.items
+                .select_nth_unstable_by_key(self.capacity - 1, |&(d, r)| (d, ids[r as usize], r));
             self.items.truncate(self.capacity);
         }
         self.threshold = threshold;
@@ -98,15 +104,19 @@ impl Selection {
 
     /// Adds everything `other` kept.
     pub(crate) fn merge(&mut self, other: Self) {
-        for c in other.items {
-            self.offer(c);
+        for (distance, row) in other.items {
+            self.offer(distance, row);
         }
     }
 
     /// The kept candidates (at most `capacity`), in no particular order.
     pub(crate) fn into_candidates(mut self) -> Vec<Candidate> {
         self.compact();
+        let ids = self.ids;
         self.items
+            .into_iter()
+            .map(|(d, r)| (d, ids[r as usize], r))
+            .collect()
     }
 }
 
@@ -119,7 +129,7 @@ impl SignColumns<'_> {
         rows: std::ops::Range<usize>,
         filter: &RowFilter,
         scopes: Option<&ScopeColumns<'_>>,
-        best: &mut Selection,
+        best: &mut Selection<'_>,
     ) -> PassCounts {
         let mut counts = PassCounts::default();
         let mut distances = [0u32; BLOCK_ROWS];
@@ -144,8 +154,7 @@ impl SignColumns<'_> {
             }
             for (offset, &distance) in distances[..n].iter().enumerate() {
                 if distance <= threshold && admitted.is_none_or(|m| m[offset] != 0) {
-                    let row = start + offset;
-                    best.offer((distance, self.ids[row], row as u32));
+                    best.offer(distance, (start + offset) as u32);
                     threshold = best.threshold;
                 }
             }

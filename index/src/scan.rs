@@ -282,7 +282,7 @@ impl Generation {
                 let parts: Vec<(usize, Selection, u64)> = chunks
                     .into_par_iter()
                     .map(|(list, rows)| {
-                        let mut best = Selection::new(n_candidates, bits);
+                        let mut best = Selection::new(signs.ids, n_candidates, bits);
                         let counts = signs.select(
                             &self.kernels(),
                             query,
@@ -295,8 +295,8 @@ impl Generation {
                     })
                     .collect();
                 let mut bests = [
-                    Selection::new(n_candidates, bits),
-                    Selection::new(n_candidates, bits),
+                    Selection::new(signs.ids, n_candidates, bits),
+                    Selection::new(signs.ids, n_candidates, bits),
                 ];
                 for (list, best, admitted) in parts {
                     bests[list].merge(best);

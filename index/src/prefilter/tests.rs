@@ -13,7 +13,20 @@ fn reference(items: &[Candidate], capacity: usize) -> Vec<Candidate> {
     sorted
 }
 
-fn selected(selection: Selection) -> Vec<Candidate> {
+/// The ids column of `items`, indexed by their rows (rows must be `0..items.len()`).
+fn ids_of(items: &[Candidate]) -> Vec<i64> {
+    let mut ids = vec![0; items.len()];
+    for c in items {
+        ids[c.2 as usize] = c.1;
+    }
+    ids
+}
+
+fn offer(selection: &mut Selection<'_>, c: Candidate) {
+    selection.offer(c.0, c.2);
+}
+
+fn selected(selection: Selection<'_>) -> Vec<Candidate> {
     let mut kept = selection.into_candidates();
     kept.sort_unstable();
     kept
@@ -30,20 +43,21 @@ proptest! {
             raw.iter().enumerate().map(|(row, &(d, id))| (d, id, row as u32)).collect();
         let want = reference(&items, capacity);
 
-        let mut whole = Selection::new(capacity, 7);
+        let ids = ids_of(&items);
+        let mut whole = Selection::new(&ids, capacity, 7);
         for &c in &items {
-            whole.offer(c);
+            offer(&mut whole, c);
         }
         prop_assert_eq!(selected(whole), want.clone());
 
         let split = split.min(items.len());
-        let mut left = Selection::new(capacity, 7);
-        let mut right = Selection::new(capacity, 7);
+        let mut left = Selection::new(&ids, capacity, 7);
+        let mut right = Selection::new(&ids, capacity, 7);
         for &c in &items[..split] {
-            left.offer(c);
+            offer(&mut left, c);
         }
         for &c in &items[split..] {
-            right.offer(c);
+            offer(&mut right, c);
         }
         right.merge(left);
         prop_assert_eq!(selected(right), want);
@@ -58,9 +72,10 @@ fn ties_at_the_threshold_are_broken_by_id_then_row() {
         .map(|row| (3, i64::from((row * 7919) % 500), row))
         .collect();
     items.extend((500..510u32).map(|row| (1, 1000 + i64::from(row), row)));
-    let mut selection = Selection::new(100, 384);
+    let ids = ids_of(&items);
+    let mut selection = Selection::new(&ids, 100, 384);
     for &c in items.iter().rev() {
-        selection.offer(c);
+        offer(&mut selection, c);
     }
     let kept = selected(selection);
     assert_eq!(kept, reference(&items, 100));
@@ -71,10 +86,11 @@ fn ties_at_the_threshold_are_broken_by_id_then_row() {
 #[test]
 fn capacity_at_or_above_the_offered_count_keeps_everything() {
     let items: Vec<Candidate> = (0..50u32).map(|r| (r % 5, i64::from(r), r)).collect();
+    let ids = ids_of(&items);
     for capacity in [50, 51, 1000] {
-        let mut selection = Selection::new(capacity, 384);
+        let mut selection = Selection::new(&ids, capacity, 384);
         for &c in &items {
-            selection.offer(c);
+            offer(&mut selection, c);
         }
         assert_eq!(selected(selection), reference(&items, 50));
     }
@@ -82,10 +98,11 @@ fn capacity_at_or_above_the_offered_count_keeps_everything() {
 
 #[test]
 fn empty_and_zero_capacity_keep_nothing() {
-    assert!(Selection::new(10, 384).into_candidates().is_empty());
-    let mut zero = Selection::new(0, 384);
+    assert!(Selection::new(&[], 10, 384).into_candidates().is_empty());
+    let ids: Vec<i64> = (0..500).collect();
+    let mut zero = Selection::new(&ids, 0, 384);
     for r in 0..500u32 {
-        zero.offer((r % 3, i64::from(r), r));
+        zero.offer(r % 3, r);
     }
     assert!(zero.into_candidates().is_empty());
 }
@@ -93,9 +110,10 @@ fn empty_and_zero_capacity_keep_nothing() {
 #[test]
 fn distances_above_the_histogram_range_still_select_correctly() {
     let items: Vec<Candidate> = (0..300u32).map(|r| (1000 - r, i64::from(r), r)).collect();
-    let mut selection = Selection::new(20, 64);
+    let ids = ids_of(&items);
+    let mut selection = Selection::new(&ids, 20, 64);
     for &c in &items {
-        selection.offer(c);
+        offer(&mut selection, c);
     }
     assert_eq!(selected(selection), reference(&items, 20));
 }
