@@ -25,8 +25,8 @@ use crate::topk::{Hit, TopHits};
 /// Its re-rank gathers 1000 × 384 bytes, under 1% of the 48 MB of sign bits streamed.
 pub const DEFAULT_CANDIDATES: usize = 1000;
 
-/// Rows per rayon task at least. PERF: large enough that a task's fixed cost (a best-k heap of
-/// up to C entries, the merge) stays small next to its scan.
+/// Rows per rayon task at least. PERF: large enough that a task's fixed cost (a candidate list
+/// of up to 2C entries, the merge) stays small next to its scan.
 const MIN_CHUNK_ROWS: usize = 16 * 1024;
 
 /// How rows are scored.
