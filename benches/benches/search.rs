@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use cpersona_benches::{
     SearchFixture, corpus_fixture, file_fixture, median, memory_bandwidth, recall,
 };
-use cpersona_index::{RowFilter, ScanConfig, SearchMode};
+use cpersona_index::{CodeSet, Generation, RowFilter, RowSet, ScanConfig, ScopeField, SearchMode};
 use cpersona_scale::corpus::CorpusConfig;
 use criterion::Criterion;
 
@@ -95,6 +95,7 @@ fn run_size(criterion: &mut Criterion, name: &str, fixture: &SearchFixture, cand
             .iter()
             .map(|&c| SearchMode::Prefiltered { candidates: c }),
     );
+    run_filtered(criterion, name, g, &queries, &modes);
     for threads in [1usize, 2] {
         for &mode in &modes {
             let config = ScanConfig::new(K)
@@ -134,6 +135,78 @@ fn run_size(criterion: &mut Criterion, name: &str, fixture: &SearchFixture, cand
                 b.iter(|| {
                     next = (next + 1) % queries.len();
                     g.search(&queries[next], &filter, &config).expect("search")
+                })
+            });
+        }
+    }
+}
+
+/// The engine's filter: the most frequent project codes (plus code 0, the global pool) until
+/// about half the rows are admitted, 100 excluded rows, and a window of 10K rows.
+fn engine_filter(g: &Generation) -> (RowFilter, f64) {
+    let projects = g.scope_codes(ScopeField::Project);
+    let mut counts = vec![0usize; projects.iter().copied().max().map_or(0, |m| m as usize + 1)];
+    for &p in projects {
+        counts[p as usize] += 1;
+    }
+    let mut chosen = vec![0u32];
+    let mut admitted = counts.first().copied().unwrap_or(0);
+    let mut order: Vec<u32> = (1..counts.len() as u32).collect();
+    order.sort_by_key(|&c| std::cmp::Reverse(counts[c as usize]));
+    for code in order {
+        if admitted * 2 >= projects.len() {
+            break;
+        }
+        chosen.push(code);
+        admitted += counts[code as usize];
+    }
+    let step = (g.len() / 100).max(1);
+    let filter = RowFilter {
+        projects: Some(CodeSet::new(chosen)),
+        exclude: Some(RowSet::new((0..g.len()).step_by(step).map(|r| r as u32))),
+        window: Some(10_000),
+        ..RowFilter::default()
+    };
+    (filter, admitted as f64 / projects.len().max(1) as f64)
+}
+
+fn run_filtered(
+    criterion: &mut Criterion,
+    name: &str,
+    g: &Generation,
+    queries: &[cpersona_index::QueryCodes],
+    modes: &[SearchMode],
+) {
+    let (filter, share) = engine_filter(g);
+    let wanted = [SearchMode::Exact, SearchMode::default()];
+    for threads in [1usize, 2] {
+        for &mode in modes.iter().filter(|m| wanted.contains(m)) {
+            let config = ScanConfig::new(K)
+                .with_mode(mode)
+                .with_threads(threads)
+                .expect("pool");
+            let label = match mode {
+                SearchMode::Exact => "nearfar-exact".to_string(),
+                SearchMode::Prefiltered { candidates } => format!("nearfar-c{candidates}"),
+            };
+            let mut times = Vec::with_capacity(queries.len());
+            for q in queries {
+                let started = Instant::now();
+                let res = g.search_near_far(q, &filter, &config).expect("search");
+                times.push(started.elapsed().as_secs_f64());
+                std::hint::black_box(res);
+            }
+            eprintln!(
+                "{name:>8} {label:<18} {threads}t  p50 {:>8.3} ms  (filter admits {:.0}% of rows, window 10K, 100 excluded)",
+                median(&mut times) * 1e3,
+                share * 100.0
+            );
+            let mut next = 0usize;
+            criterion.bench_function(&format!("search/{name}/{label}/{threads}t"), |b| {
+                b.iter(|| {
+                    next = (next + 1) % queries.len();
+                    g.search_near_far(&queries[next], &filter, &config)
+                        .expect("search")
                 })
             });
         }

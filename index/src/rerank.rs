@@ -38,6 +38,28 @@ impl CodeColumns<'_> {
         }
     }
 
+    /// Scores the contiguous rows `start..start + mask.len()` (at most `BLOCK_ROWS`) and offers
+    /// those whose mask byte is non-zero to `top`.
+    pub(crate) fn score_block_masked(
+        &self,
+        kernels: &Kernels,
+        query: &QueryCodes,
+        start: usize,
+        mask: &[u8],
+        top: &mut TopHits,
+    ) {
+        let mut dots = [0i32; BLOCK_ROWS];
+        let n = mask.len();
+        let rows = &self.codes[start * self.stride..(start + n) * self.stride];
+        kernels.dot_i8_batch(query.codes(), rows, self.stride, &mut dots[..n]);
+        let mut floor = top.floor();
+        for (offset, (&dot, &m)) in dots[..n].iter().zip(mask).enumerate() {
+            if m != 0 {
+                self.offer(query, start + offset, dot, top, &mut floor);
+            }
+        }
+    }
+
     /// Scores the rows at `positions` (`len <= BLOCK_ROWS`) into `top`.
     pub(crate) fn score_gathered(
         &self,

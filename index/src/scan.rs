@@ -8,12 +8,12 @@ use std::sync::Arc;
 use rayon::prelude::*;
 
 use crate::error::{Error, Result};
-use crate::filter::{RowFilter, ScopeColumns};
+use crate::filter::{RowFilter, ScopeColumns, compact_positions};
 use crate::generation::{Generation, ScopeField};
-use crate::prefilter::{Candidate, SignColumns};
+use crate::prefilter::{Selection, SignColumns};
 use crate::quantize::QueryCodes;
 use crate::rerank::{BLOCK_ROWS, CodeColumns};
-use crate::topk::{BestK, Hit, TopHits};
+use crate::topk::{Hit, TopHits};
 
 /// Default number of prefilter candidates re-ranked with int8.
 ///
@@ -25,8 +25,8 @@ use crate::topk::{BestK, Hit, TopHits};
 /// Its re-rank gathers 1000 × 384 bytes, under 1% of the 48 MB of sign bits streamed.
 pub const DEFAULT_CANDIDATES: usize = 1000;
 
-/// Rows per rayon task at least. PERF: large enough that a task's fixed cost (a best-k heap of
-/// up to C entries, the merge) stays small next to its scan.
+/// Rows per rayon task at least. PERF: large enough that a task's fixed cost (a candidate list
+/// of up to 2C entries, the merge) stays small next to its scan.
 const MIN_CHUNK_ROWS: usize = 16 * 1024;
 
 /// How rows are scored.
@@ -278,10 +278,11 @@ impl Generation {
                     signs: self.signs(),
                     words: self.dim().sign_words(),
                 };
-                let parts: Vec<(usize, BestK<Candidate>, u64)> = chunks
+                let bits = signs.words * 64;
+                let parts: Vec<(usize, Selection, u64)> = chunks
                     .into_par_iter()
                     .map(|(list, rows)| {
-                        let mut best = BestK::new(n_candidates);
+                        let mut best = Selection::new(signs.ids, n_candidates, bits);
                         let counts = signs.select(
                             &self.kernels(),
                             query,
@@ -293,7 +294,10 @@ impl Generation {
                         (list, best, counts.admitted)
                     })
                     .collect();
-                let mut bests = [BestK::new(n_candidates), BestK::new(n_candidates)];
+                let mut bests = [
+                    Selection::new(signs.ids, n_candidates, bits),
+                    Selection::new(signs.ids, n_candidates, bits),
+                ];
                 for (list, best, admitted) in parts {
                     bests[list].merge(best);
                     results[list].admitted += admitted;
@@ -301,7 +305,7 @@ impl Generation {
                 for (result, best) in results.iter_mut().zip(bests) {
                     // PERF: re-rank in row order so the gather walks the codes forward.
                     let mut positions: Vec<u32> =
-                        best.into_sorted_vec().into_iter().map(|c| c.2).collect();
+                        best.into_candidates().into_iter().map(|c| c.2).collect();
                     positions.sort_unstable();
                     let mut top = TopHits::new(config.k);
                     for block in positions.chunks(BLOCK_ROWS) {
@@ -331,7 +335,8 @@ impl Generation {
     ) -> u64 {
         let kernels = self.kernels();
         let mut admitted = 0u64;
-        let mut positions: Vec<u32> = Vec::with_capacity(BLOCK_ROWS);
+        let mut positions = [0u32; BLOCK_ROWS];
+        let mut mask = [0u8; BLOCK_ROWS];
         let mut start = rows.start;
         while start < rows.end {
             let n = (rows.end - start).min(BLOCK_ROWS);
@@ -341,17 +346,16 @@ impl Generation {
                     admitted += n as u64;
                 }
                 Some(scopes) => {
-                    positions.clear();
-                    positions.extend(
-                        (start..start + n)
-                            .filter(|&r| scopes.admits(filter, r))
-                            .map(|r| r as u32),
-                    );
-                    admitted += positions.len() as u64;
-                    if positions.len() == n {
+                    let passed = scopes.admit_mask(filter, start, &mut mask[..n]);
+                    admitted += passed as u64;
+                    if passed == n {
                         codes.score_block(&kernels, query, start, n, top);
-                    } else {
-                        codes.score_gathered(&kernels, query, &positions, top);
+                    } else if passed * 2 >= n {
+                        // PERF: most rows pass: stream the whole block, offer the passed ones.
+                        codes.score_block_masked(&kernels, query, start, &mask[..n], top);
+                    } else if passed > 0 {
+                        let len = compact_positions(start, &mask[..n], &mut positions);
+                        codes.score_gathered(&kernels, query, &positions[..len], top);
                     }
                 }
             }
