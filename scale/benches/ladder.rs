@@ -163,6 +163,9 @@ fn run_rung(corpus: &Corpus, n: usize, work: &Path) -> BoxResult<Rung> {
         ..Default::default()
     })?;
     let ingest_s = started.elapsed().as_secs_f64();
+    let jsonl_bytes = file_len(&jsonl);
+    // The import file is spent: free its disk before the store grows further.
+    let _ = std::fs::remove_file(&jsonl);
     if outcome.imported_memories != n {
         return Err(format!("imported {} of {n} rows", outcome.imported_memories).into());
     }
@@ -231,7 +234,7 @@ fn run_rung(corpus: &Corpus, n: usize, work: &Path) -> BoxResult<Rung> {
         queries: timed,
         truth_queries: checked,
         ingest_rows_per_s: n as f64 / ingest_s,
-        jsonl_bytes: file_len(&jsonl),
+        jsonl_bytes,
         generation_build_s,
         generation_bytes: built.bytes,
         vector: Pct::of(&per_stage[1]),
