@@ -11,11 +11,9 @@
 //! query's top-10 are rows of its own cluster separated by a few hundredths, so the ranking is
 //! meaningful but not trivial (uniform noise, which no prefilter can rank, is not used).
 //!
-//! # Extension point: texts
-//! The ladder will also need texts. Each row carries its `cluster` and `topic`; a text
-//! generator added here (`fn text(&self, row: &CorpusRow) -> String`) should draw from a
-//! per-topic vocabulary with the row's own RNG stream (`row_rng(Stream::Text, index)`), so the
-//! lexical and vector arms agree on what is related.
+//! # Texts
+//! `Corpus::text` and `Corpus::query_text` (module `text`) draw from a per-topic vocabulary
+//! with the row's own RNG stream, so the lexical and vector arms agree on what is related.
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -106,8 +104,10 @@ pub enum Stream {
     Row = 1,
     /// Queries.
     Query = 2,
-    /// Texts (the extension point above).
+    /// Texts of rows (see the `text` module).
     Text = 3,
+    /// Texts of queries.
+    QueryText = 4,
 }
 
 /// A corpus: its config and centroids; rows and queries are generated on demand.
@@ -282,6 +282,9 @@ fn splitmix(mut x: u64) -> u64 {
     x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
     x ^ (x >> 31)
 }
+
+mod text;
+pub use text::{CLUSTER_WORDS, QUERY_WORDS, TOPIC_WORDS};
 
 #[cfg(test)]
 mod tests;

@@ -1,7 +1,10 @@
-//! The scale ladder's library: the seeded synthetic corpus shared with the benches, and (to
-//! come) the report printer. It must never read an unseeded RNG or the environment.
+//! The scale ladder's library: the seeded synthetic corpus shared with the benches, and the
+//! ladder's report (table, JSON, CSV, SVG). It must never read an unseeded RNG or the
+//! environment.
 #![forbid(unsafe_code)]
 
 pub mod corpus;
+pub mod report;
 
 pub use corpus::{Corpus, CorpusConfig, CorpusRow};
+pub use report::{Header, Pct, Rung};
