@@ -62,18 +62,13 @@ async def call(session, tool, args):
     return body_of(await session.call_tool(tool, args))
 
 
-async def contents_of(session, agent, memory_id, with_recall):
-    """The memory's text: through get_contents, or through list_memories before recall lands."""
-    if with_recall:
-        contents = await call(session, "get_contents", {"agent_id": agent, "refs": [f"mem:{memory_id}"]})
-        return contents["items"][0]["content"]
-    listed = await call(session, "list_memories", {"agent_id": agent})
-    rows = [m for m in listed.get("memories", []) if m.get("id") == memory_id]
-    check(len(rows) == 1, f"memory {memory_id} not listed: {listed}")
-    return rows[0]["content"]
+async def contents_of(session, agent, memory_id):
+    """The memory's whole text, through get_contents."""
+    contents = await call(session, "get_contents", {"agent_id": agent, "refs": [f"mem:{memory_id}"]})
+    return contents["items"][0]["content"]
 
 
-async def exercise(session, mode, workdir, label, with_recall=True):
+async def exercise(session, mode, workdir, label):
     init = await session.initialize()
     # mcp >= 2 spells fields in snake case, 1.x in camel case.
     server_info = getattr(init, "server_info", None) or getattr(init, "serverInfo")
@@ -99,15 +94,14 @@ async def exercise(session, mode, workdir, label, with_recall=True):
     again = await call(session, "store", {"agent_id": agent, "content": "The user's cat is called Miso"})
     check(again.get("result") == "skipped" and again.get("id") == memory_id, f"{label}: dedup: {again}")
     await call(session, "store", {"agent_id": agent, "content": "The user works on a memory server"})
-    if with_recall:
-        recalled = await call(session, "recall", {"agent_id": agent, "query": "what is the cat called"})
-        refs = [m.get("ref") for m in recalled.get("messages", [])]
-        check(f"mem:{memory_id}" in refs, f"{label}: recall misses the cat: {recalled}")
-    text = await contents_of(session, agent, memory_id, with_recall)
+    recalled = await call(session, "recall", {"agent_id": agent, "query": "what is the cat called"})
+    refs = [m.get("ref") for m in recalled.get("messages", [])]
+    check(f"mem:{memory_id}" in refs, f"{label}: recall misses the cat: {recalled}")
+    text = await contents_of(session, agent, memory_id)
     check(text == "The user's cat is called Miso", f"{label}: content {text!r}")
     updated = await call(session, "update_memory", {"agent_id": agent, "memory_id": memory_id, "content": "The user's cat is called Mochi"})
     check(updated.get("ok") is True, f"{label}: update: {updated}")
-    text = await contents_of(session, agent, memory_id, with_recall)
+    text = await contents_of(session, agent, memory_id)
     check(text == "The user's cat is called Mochi", f"{label}: content after update {text!r}")
     export_path = os.path.join(workdir, f"{label}.jsonl")
     exported = await call(session, "export_memories", {"agent_id": agent, "output_path": export_path})
@@ -129,11 +123,11 @@ def child_env(workdir, **extra):
     return env
 
 
-async def over_stdio(binary, mode, workdir, with_recall):
+async def over_stdio(binary, mode, workdir):
     params = StdioServerParameters(command=binary, args=["serve"], env=child_env(workdir))
     async with stdio_client(params) as (read, write):
         async with ClientSession(read, write) as session:
-            await exercise(session, mode, workdir, "stdio", with_recall)
+            await exercise(session, mode, workdir, "stdio")
 
 
 def free_port():
@@ -154,7 +148,7 @@ def raw_post(url, headers):
         return error.code
 
 
-async def over_http(binary, mode, workdir, with_recall):
+async def over_http(binary, mode, workdir):
     refused = subprocess.run([binary, "serve", "--http", "127.0.0.1:0"], env=child_env(workdir),
                              capture_output=True, text=True, timeout=30)
     check(refused.returncode != 0 and "CPERSONA_AUTH_TOKEN" in refused.stderr,
@@ -183,7 +177,7 @@ async def over_http(binary, mode, workdir, with_recall):
             check(status == 401, f"{what} token: HTTP {status}, expected 401")
         async with http_transport(url, {"Authorization": f"Bearer {TOKEN}"}) as streams:
             async with ClientSession(streams[0], streams[1]) as session:
-                await exercise(session, mode, workdir, "http", with_recall)
+                await exercise(session, mode, workdir, "http")
                 if mode == "full":
                     listed = await call(session, "list_memories", {"agent_id": "intruder"})
                     check(listed.get("count") == 0, f"a 401 request wrote rows: {listed}")
@@ -196,13 +190,10 @@ async def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--binary", required=True)
     parser.add_argument("--mode", choices=["surface", "full"], default="surface")
-    parser.add_argument("--without-recall", action="store_true",
-                        help="full mode on a build whose engine has no recall/get_contents yet: "
-                             "check the stored text through list_memories instead")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as workdir:
-        await over_stdio(args.binary, args.mode, workdir, not args.without_recall)
-        await over_http(args.binary, args.mode, workdir, not args.without_recall)
+        await over_stdio(args.binary, args.mode, workdir)
+        await over_http(args.binary, args.mode, workdir)
     print(f"mcp_client_test: ok ({args.mode})")
 
 
