@@ -73,6 +73,10 @@ impl Engine {
             tx.execute("DELETE FROM relations WHERE agent_id = ?", [agent_id])?;
             tx.execute("DELETE FROM entities WHERE agent_id = ?", [agent_id])?;
             tx.execute("DELETE FROM calibration WHERE agent_id = ?", [agent_id])?;
+            tx.execute(
+                "DELETE FROM meta WHERE key = ?",
+                [format!("recall_beta:{agent_id}")],
+            )?;
             let head: i64 =
                 tx.query_row("SELECT COALESCE(MAX(seq), 0) FROM change_log", [], |row| {
                     row.get(0)

@@ -26,11 +26,13 @@ mod engine;
 mod episodes;
 mod generations;
 mod recall_engine;
+mod recall_facts;
 pub use arms::vector::VectorTableReport;
 mod listing;
 mod memories;
 mod persistence;
 mod portability;
+mod precision;
 mod profiles;
 mod queue;
 
@@ -53,6 +55,7 @@ pub use portability::{
     ExportOutcome, ExportRequest, ImportOutcome, ImportRequest, MergeMode, MergeOutcome,
     MergeRequest,
 };
+pub use precision::{PRESETS, PrecisionOutcome, precision_label};
 pub use profiles::{GetProfileOutcome, UpdateProfileOutcome, UpdateProfileRequest};
 pub use queue::{DrainOutcome, QueueStatus};
 pub use recall_engine::{

@@ -16,10 +16,12 @@ use crate::recall::calibrate::{CalibrationParams, calibrate};
 use crate::recall::contents::{
     BUDGET_CHARS, ContentsResponse, StoredContent, get_contents, parse_requests,
 };
+use crate::recall::filters::{FilterReport, RowFilters};
 use crate::recall::gate::GateInput;
 use crate::recall::pipeline::RecallStages;
 use crate::recall::shape::Hydrated;
 use crate::recall::{Arm, ArmList, RecallRequest, RecallResponse, Ref, RefKind, run};
+use crate::recall_facts::{ConfidenceContext, row_facts};
 use crate::scope::Scope;
 use crate::vector::{decode, format_from_tag};
 
@@ -38,7 +40,7 @@ pub const POOL_COUNT_CAP: usize = 1_000;
 pub const CALIBRATION_SAMPLE_ROWS: usize = 5_000;
 
 /// A recall as an agent asks it (CPersona's `recall` arguments this engine serves).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct RecallQuery {
     /// The agent (required; `""` matches nothing).
     pub agent_id: String,
@@ -56,6 +58,15 @@ pub struct RecallQuery {
     pub full_content: bool,
     /// Return what each stage saw.
     pub trace: bool,
+    /// Contents to leave out (CPersona's `exclude_contents`), applied before the count cut.
+    pub exclude_contents: Vec<String>,
+    /// Prefix of `source.id` a memory must carry; `""` = any (episodes are then skipped
+    /// unless a channel is named).
+    pub source_id: String,
+    /// Vector hits below this cosine are dropped before fusion; `None` = no floor.
+    pub min_similarity: Option<f64>,
+    /// The clock confidence measures ages against, UTC milliseconds; `None` = now.
+    pub now_ms: Option<i64>,
 }
 
 /// Milliseconds spent per stage.
@@ -92,6 +103,8 @@ pub struct RecallResult {
     pub stages: Option<RecallStages>,
     /// Time per stage.
     pub timings: RecallTimings,
+    /// Hits the caller's filters removed before fusion.
+    pub filtered: FilterReport,
 }
 
 /// A stored calibration and where it came from.
@@ -248,8 +261,34 @@ impl Engine {
             ));
         }
 
+        let filters = RowFilters::new(
+            &q.exclude_contents,
+            &q.source_id,
+            q.min_similarity,
+            q.channel.as_deref().is_some_and(|c| !c.is_empty()),
+        );
         let gate_started = Instant::now();
         let outcome = self.read(|conn| {
+            let failure: RefCell<Option<Error>> = RefCell::new(None);
+            let mut arms = arms;
+            let filtered = filters.apply(&mut arms, |r| {
+                row_facts(conn, r).unwrap_or_else(|err| {
+                    failure.borrow_mut().get_or_insert(err);
+                    None
+                })
+            });
+            let confidence = config
+                .report_confidence
+                .then(|| {
+                    ConfidenceContext::read(
+                        conn,
+                        &scope,
+                        q.now_ms.unwrap_or_else(crate::time::now_ms),
+                        q.deep,
+                        config.confidence,
+                    )
+                })
+                .transpose()?;
             let (pred, params) = scope.predicate("");
             // Never below the pool size at which a configured heuristic saturates.
             let cap = POOL_COUNT_CAP.max(config.gate.heuristic_pool.ceil().max(0.0) as usize + 1);
@@ -273,7 +312,6 @@ impl Engine {
                 full_content: q.full_content,
             };
             let gate_input_ms = ms(gate_started);
-            let failure: RefCell<Option<Error>> = RefCell::new(None);
             let mut hydrate_ms = 0.0;
             let started = Instant::now();
             let outcome = run(
@@ -301,15 +339,21 @@ impl Engine {
                         msg_id: s.msg_id,
                     })
                 },
-                |_| None,
+                |candidate| {
+                    let context = confidence.as_ref()?;
+                    context.of(conn, candidate).unwrap_or_else(|err| {
+                        failure.borrow_mut().get_or_insert(err);
+                        None
+                    })
+                },
             );
             let total = ms(started);
             if let Some(err) = failure.into_inner() {
                 return Err(err);
             }
-            Ok((outcome, total, hydrate_ms, gate_input_ms))
+            Ok((outcome, total, hydrate_ms, gate_input_ms, filtered))
         })?;
-        let (outcome, total, hydrate_ms, gate_input_ms) = outcome;
+        let (outcome, total, hydrate_ms, gate_input_ms, filtered) = outcome;
         timings.gate_input_ms = gate_input_ms;
         timings.hydrate_ms = hydrate_ms;
         timings.fusion_ms = (total - hydrate_ms).max(0.0);
@@ -320,6 +364,7 @@ impl Engine {
             keyword_fallback,
             stages: q.trace.then_some(outcome.stages),
             timings,
+            filtered,
         })
     }
 
@@ -380,7 +425,11 @@ impl Engine {
             Ok((vectors, sessions))
         })?;
         let refs: Vec<&[f32]> = vectors.iter().map(Vec::as_slice).collect();
-        let calibration = calibrate(&refs, &sessions, &CalibrationParams::default())?;
+        let params = CalibrationParams {
+            beta: self.effective_recall_beta(agent_id)?,
+            ..CalibrationParams::default()
+        };
+        let calibration = calibrate(&refs, &sessions, &params)?;
         let payload = serde_json::to_string(&calibration).map_err(|err| Error::InvalidInput {
             field: "calibration",
             reason: err.to_string(),

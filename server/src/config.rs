@@ -195,6 +195,9 @@ pub struct RecallSettings {
     pub propagation_seat: bool,
     pub far_seats_enabled: bool,
     pub degraded_advisory: bool,
+    /// `check_health` warns when a table's live tail exceeds this share of its generation's
+    /// rows (`CPERSONA_INDEX_STALE_WARN_SHARE`, 0..=1; 0 warns on any live tail).
+    pub index_stale_warn_share: f64,
 }
 
 /// How reconstruct orders quoted passages (`CPERSONA_RECONSTRUCT_SEQUENCE`).
@@ -437,7 +440,9 @@ fn parse_recall(env: &Env) -> Result<RecallSettings> {
         )?,
         precision,
         fused_gate_beta: env.float("CPERSONA_FUSED_GATE_BETA", precision.beta(), 0.0, 100.0)?,
-        confidence_enabled: env.boolean("CPERSONA_CONFIDENCE_ENABLED", false)?,
+        // On by default (CPersona's is off): the row's confidence is only reported here,
+        // never used to order or gate, so showing it costs an agent nothing.
+        confidence_enabled: env.boolean("CPERSONA_CONFIDENCE_ENABLED", true)?,
         cosine_floor,
         cosine_ceil,
         decay_rate: env.float("CPERSONA_DECAY_RATE", 0.005, 0.0, 10.0)?,
@@ -462,6 +467,7 @@ fn parse_recall(env: &Env) -> Result<RecallSettings> {
         propagation_seat: env.boolean("CPERSONA_RECALL_PROPAGATION_SEAT", false)?,
         far_seats_enabled: env.boolean("CPERSONA_FAR_SEATS_ENABLED", false)?,
         degraded_advisory: env.boolean("CPERSONA_DEGRADED_ADVISORY", true)?,
+        index_stale_warn_share: env.float("CPERSONA_INDEX_STALE_WARN_SHARE", 0.2, 0.0, 1.0)?,
     })
 }
 

@@ -27,6 +27,13 @@ pub struct RecallConfig {
     pub shape: ShapeConfig,
     /// Confidence constants (reported only).
     pub confidence: ConfidenceParams,
+    /// Report a `confidence` object beside each row (CPersona's `CPERSONA_CONFIDENCE_ENABLED`);
+    /// it never orders or gates.
+    pub report_confidence: bool,
+    /// The global β of the calibration objective `TPR + β·(1 − FPR)` (CPersona's
+    /// `CPERSONA_RECALL_PRECISION` / `CPERSONA_FUSED_GATE_BETA`); an agent's own β, set with
+    /// `set_recall_precision`, overrides it.
+    pub precision_beta: f64,
 }
 
 impl RecallConfig {
@@ -82,6 +89,8 @@ impl Default for RecallConfig {
                 full_content_budget_chars: RecallConfig::FULL_CONTENT_BUDGET_CHARS,
             },
             confidence: ConfidenceParams::default(),
+            report_confidence: true,
+            precision_beta: 1.0,
         }
     }
 }

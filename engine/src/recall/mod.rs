@@ -23,6 +23,7 @@ pub mod config;
 pub mod contents;
 pub mod error;
 pub mod excerpt;
+pub mod filters;
 pub mod fts_query;
 pub mod fusion;
 pub mod gate;

@@ -294,6 +294,8 @@ fn golden_recall_response() {
     rebuild_all(&f.engine);
     let mut rq = query("a", "apple river stone");
     rq.limit = 4;
+    // Confidence ages are measured against this clock, so the golden does not age.
+    rq.now_ms = Some(1_769_904_000_000); // 2026-02-01T00:00:00Z
     let r = f.engine.recall(&rq).unwrap();
     let body = serde_json::to_string_pretty(&r.response).unwrap();
     expect_test::expect_file!["recall_golden.json"].assert_eq(&body);

@@ -34,6 +34,20 @@ pub(crate) fn engine_config(config: &Config) -> EngineConfig {
     engine.recall.rrf_k = recall.rrf_k as f64;
     engine.recall.gate.enabled = recall.fused_gate_enabled;
     engine.recall.shape.preview_chars = usize::try_from(recall.preview_chars).unwrap_or(usize::MAX);
+    engine.recall.report_confidence = recall.confidence_enabled;
+    engine.recall.precision_beta = if recall.fused_gate_beta > 0.0 {
+        recall.fused_gate_beta
+    } else {
+        recall.precision.beta()
+    };
+    let confidence = &mut engine.recall.confidence;
+    confidence.cosine_floor = recall.cosine_floor;
+    confidence.cosine_ceil = recall.cosine_ceil;
+    confidence.decay_rate = recall.decay_rate;
+    confidence.decay_floor = recall.decay_floor;
+    confidence.decay_ceil = recall.decay_ceil;
+    confidence.recall_boost = recall.recall_boost;
+    confidence.boost_decay_rate = recall.boost_decay_rate;
     engine
 }
 

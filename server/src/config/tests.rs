@@ -247,3 +247,12 @@ fn cosine_ceil_must_be_above_floor() {
         "{e}"
     );
 }
+
+#[test]
+fn index_stale_warn_share_is_a_share() {
+    assert_eq!(parse(&[]).unwrap().recall.index_stale_warn_share, 0.2);
+    let c = parse(&[("CPERSONA_INDEX_STALE_WARN_SHARE", "0.5")]).unwrap();
+    assert_eq!(c.recall.index_stale_warn_share, 0.5);
+    let e = err(&[("CPERSONA_INDEX_STALE_WARN_SHARE", "1.5")]);
+    assert!(e.starts_with("CPERSONA_INDEX_STALE_WARN_SHARE="), "{e}");
+}

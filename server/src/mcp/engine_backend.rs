@@ -17,6 +17,7 @@ use serde_json::{Map, Value, json};
 use crate::config::{Precision, RecallSettings};
 use crate::mcp::backend::{ToolBackend, ToolError, ToolResult};
 use crate::mcp::{engine_recall, wire};
+use cpersona_engine::precision_label;
 
 /// Answers every tool from one [`Engine`].
 pub struct EngineBackend {
@@ -109,14 +110,6 @@ fn source(source: Option<wire::Source>) -> Result<Option<Value>, ToolError> {
     source
         .map(|s| serde_json::to_value(s).map_err(|err| ToolError::internal(err.to_string())))
         .transpose()
-}
-
-fn precision_label(precision: Precision) -> &'static str {
-    match precision {
-        Precision::Strict => "strict",
-        Precision::Balanced => "balanced",
-        Precision::Lenient => "lenient",
-    }
 }
 
 impl ToolBackend for EngineBackend {
@@ -290,33 +283,63 @@ impl ToolBackend for EngineBackend {
         engine_recall::calibrate_threshold(self, args)
     }
 
-    fn set_recall_precision(&self, _args: wire::SetPrecisionArgs) -> ToolResult {
-        not_yet(
-            "set_recall_precision",
-            "a per-agent precision must be stored with the agent's calibration, which the \
-             engine does not expose yet; set CPERSONA_RECALL_PRECISION for the whole server",
-        )
+    fn set_recall_precision(&self, args: wire::SetPrecisionArgs) -> ToolResult {
+        let beta = if args.beta > 0.0 {
+            Some(args.beta)
+        } else {
+            match args.precision {
+                wire::PrecisionArg::Strict => Some(Precision::Strict.beta()),
+                wire::PrecisionArg::Balanced => Some(Precision::Balanced.beta()),
+                wire::PrecisionArg::Lenient => Some(Precision::Lenient.beta()),
+                wire::PrecisionArg::Unset => None,
+            }
+        };
+        let outcome = self
+            .engine
+            .set_recall_precision(&args.agent_id, beta)
+            .map_err(engine_error)?;
+        let calibrate = match &outcome.calibration {
+            Ok(c) => {
+                json!({"ok": true, "scope": "agent", "new_threshold": c.calibration.threshold})
+            }
+            Err(error) => json!({"ok": false, "scope": "agent", "new_threshold": null,
+                                 "error": error}),
+        };
+        let mut body = json!({
+            "ok": outcome.calibration.is_ok(),
+            "agent_id": outcome.agent_id,
+            "precision": precision_label(outcome.beta),
+            "beta": outcome.beta,
+            "cleared": outcome.cleared,
+            "fused_gate": self.recall.fused_gate_enabled,
+            "calibrate": calibrate,
+        });
+        if let (Err(error), Some(object)) = (&outcome.calibration, body.as_object_mut()) {
+            object.insert(
+                "error".to_owned(),
+                json!(format!(
+                    "the agent could not be recalibrated, so its previous precision was kept: \
+                     {error}"
+                )),
+            );
+        }
+        Ok(body)
     }
 
     fn get_recall_precision(&self, args: wire::AgentArgs) -> ToolResult {
-        let global_beta = if self.recall.fused_gate_beta > 0.0 {
-            self.recall.fused_gate_beta
-        } else {
-            self.recall.precision.beta()
-        };
-        let label = if self.recall.fused_gate_beta > 0.0 {
-            "custom"
-        } else {
-            precision_label(self.recall.precision)
-        };
-        // No per-agent override can exist while set_recall_precision is unavailable.
+        let global_beta = self.engine.config().recall.precision_beta;
+        let own = self
+            .engine
+            .recall_beta(&args.agent_id)
+            .map_err(engine_error)?;
+        let beta = own.unwrap_or(global_beta);
         Ok(json!({
             "ok": true,
             "agent_id": args.agent_id,
-            "precision": label,
-            "beta": global_beta,
-            "overridden": false,
-            "global_precision": label,
+            "precision": precision_label(beta),
+            "beta": beta,
+            "overridden": own.is_some(),
+            "global_precision": precision_label(global_beta),
             "global_beta": global_beta,
         }))
     }
@@ -352,6 +375,11 @@ fn memory_id(args: wire::MemoryIdArgs) -> MemoryIdRequest {
 }
 
 impl EngineBackend {
+    /// The process-wide recall settings (for `check_health`).
+    pub(crate) fn recall_settings(&self) -> &RecallSettings {
+        &self.recall
+    }
+
     /// The embedder (for `check_health`).
     pub(crate) fn embedder(&self) -> &dyn Embedder {
         self.embedder.as_ref()

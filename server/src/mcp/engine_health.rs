@@ -13,7 +13,13 @@ use crate::mcp::engine_backend::{EngineBackend, embedder_advisory};
 use crate::mcp::wire;
 
 /// The checks this build runs, in order.
-pub(crate) const CHECKS: &[&str] = &["schema_version", "integrity", "embedding_queue", "embedder"];
+pub(crate) const CHECKS: &[&str] = &[
+    "schema_version",
+    "integrity",
+    "embedding_queue",
+    "embedder",
+    "index_freshness",
+];
 /// Queued rows one `fix=true` run embeds at most (CPersona re-embeds ≤500 rows per run).
 const FIX_MAX_ROWS: usize = 500;
 
@@ -148,6 +154,31 @@ pub(crate) fn check_health(backend: &EngineBackend, args: wire::CheckHealthArgs)
             advisory["reason"].as_str().unwrap_or_default().to_owned(),
             json!({"advisory": advisory}),
         ));
+    }
+    if selected("index_freshness") {
+        let limit = backend.recall_settings().index_stale_warn_share;
+        for table in &index.tables {
+            if let Some(share) = table
+                .stale_share
+                .filter(|&s| s > limit && table.live_tail > 0)
+            {
+                issues.push(issue(
+                    "index_freshness",
+                    "warn",
+                    format!(
+                        "{} rows of {} changed since its index generation ({:.0}% > the {:.0}% \
+                         CPERSONA_INDEX_STALE_WARN_SHARE): recall scores them exactly, which \
+                         is slower; run `cpersona index rebuild`",
+                        table.live_tail,
+                        table.table.name(),
+                        share * 100.0,
+                        limit * 100.0
+                    ),
+                    json!({"table": table.table.name(), "live_tail": table.live_tail,
+                           "rows": table.rows, "stale_share": share, "warn_share": limit}),
+                ));
+            }
+        }
     }
     let count = |severity: &str| issues.iter().filter(|i| i["severity"] == severity).count();
     let (critical, warn, info) = (count("critical"), count("warn"), count("info"));

@@ -1,8 +1,8 @@
 //! `recall`, `recall_with_context`, `get_contents` and `calibrate_threshold` over the engine:
 //! wire arguments become a `RecallQuery`, the engine's response body is sent as is, plus the
-//! embedder advisory, the engine's notices and the trace when asked. No ranking happens here;
-//! the only filters applied are CPersona's `exclude_contents` and `source_id`, which drop rows
-//! the engine returned and say how many.
+//! embedder advisory, the engine's notices and the trace when asked. No ranking or filtering
+//! happens here: `exclude_contents` and `source_id` travel in the `RecallQuery` and the engine
+//! applies them before its count cut (the body says how many hits they removed, `excluded`).
 
 use cpersona_engine::{RecallQuery, RecallResult};
 use serde_json::{Value, json};
@@ -10,12 +10,6 @@ use serde_json::{Value, json};
 use crate::mcp::backend::{ToolError, ToolResult};
 use crate::mcp::engine_backend::{EngineBackend, engine_error};
 use crate::mcp::wire;
-
-/// One recall's inputs beyond the engine's query.
-pub(crate) struct Filters {
-    pub(crate) exclude_contents: Vec<String>,
-    pub(crate) source_id: String,
-}
 
 fn to_value<T: serde::Serialize>(value: &T) -> Result<Value, ToolError> {
     serde_json::to_value(value)
@@ -26,13 +20,12 @@ fn to_value<T: serde::Serialize>(value: &T) -> Result<Value, ToolError> {
 pub(crate) fn recall(
     backend: &EngineBackend,
     query: RecallQuery,
-    filters: &Filters,
     time_cue: Option<&wire::TimeCue>,
 ) -> ToolResult {
     let trace = query.trace;
     let result = backend.engine().recall(&query).map_err(engine_error)?;
     let mut body = to_value(&result.response)?;
-    let dropped = filter_messages(&mut body, filters);
+    let dropped = result.filtered.total();
     let Some(object) = body.as_object_mut() else {
         return Err(ToolError::internal("recall response is not an object"));
     };
@@ -67,31 +60,6 @@ fn trace_of(result: &RecallResult) -> ToolResult {
     }))
 }
 
-/// Drops messages whose content starts with an excluded text, or whose `source.id` does not
-/// start with `source_id`; returns how many were dropped.
-fn filter_messages(body: &mut Value, filters: &Filters) -> usize {
-    if filters.exclude_contents.is_empty() && filters.source_id.is_empty() {
-        return 0;
-    }
-    let Some(messages) = body.get_mut("messages").and_then(Value::as_array_mut) else {
-        return 0;
-    };
-    let before = messages.len();
-    messages.retain(|m| {
-        let content = m.get("content").and_then(Value::as_str).unwrap_or_default();
-        let excluded = filters
-            .exclude_contents
-            .iter()
-            .any(|x| !x.is_empty() && (content.starts_with(x.as_str()) || x.starts_with(content)));
-        let source_ok = filters.source_id.is_empty()
-            || m.pointer("/source/id")
-                .and_then(Value::as_str)
-                .is_some_and(|id| id.starts_with(filters.source_id.as_str()));
-        !excluded && source_ok
-    });
-    before - messages.len()
-}
-
 /// `recall`.
 pub(crate) fn recall_args(backend: &EngineBackend, args: wire::RecallArgs) -> ToolResult {
     let query = RecallQuery {
@@ -103,12 +71,11 @@ pub(crate) fn recall_args(backend: &EngineBackend, args: wire::RecallArgs) -> To
         deep: args.deep,
         full_content: args.full_content,
         trace: args.trace,
-    };
-    let filters = Filters {
         exclude_contents: args.exclude_contents,
         source_id: args.source_id,
+        ..RecallQuery::default()
     };
-    recall(backend, query, &filters, args.time_cue.as_ref())
+    recall(backend, query, args.time_cue.as_ref())
 }
 
 /// `recall_with_context`: the recall of `query`; the external context is reported unused.
@@ -126,12 +93,10 @@ pub(crate) fn recall_with_context(
         deep: args.deep,
         full_content: args.full_content,
         trace: false,
-    };
-    let filters = Filters {
-        exclude_contents: Vec::new(),
         source_id: args.source_id,
+        ..RecallQuery::default()
     };
-    let mut body = recall(backend, query, &filters, None)?;
+    let mut body = recall(backend, query, None)?;
     if context_entries > 0
         && let Some(object) = body.as_object_mut()
     {
@@ -183,6 +148,3 @@ pub(crate) fn calibrate_threshold(
                       "applied": false},
     }))
 }
-
-#[cfg(test)]
-mod tests;

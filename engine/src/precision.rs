@@ -1,0 +1,111 @@
+//! The per-agent recall precision (`set_recall_precision` / `get_recall_precision`,
+//! reference 2.5 §2 tools 19–20, 2.6.14 §1.3): the β of the gate's calibration objective
+//! `TPR + β·(1 − FPR)`, stored in the `meta` table under `recall_beta:<agent_id>` and read by
+//! `Engine::calibrate_threshold`, so the threshold the gate applies follows it. Setting it
+//! recalibrates the agent at once and is rolled back when that calibration fails. It never
+//! touches another agent's β or rows.
+
+use rusqlite::OptionalExtension;
+use serde::Serialize;
+
+use crate::engine::Engine;
+use crate::error::{Error, Result};
+use crate::recall_engine::CalibrationOutcome;
+
+/// The largest β accepted (the wire schema's bound).
+pub(crate) const MAX_BETA: f64 = 100.0;
+
+fn key(agent_id: &str) -> String {
+    format!("recall_beta:{agent_id}")
+}
+
+/// The β presets and their labels: strict 2.0, balanced 1.0, lenient 0.5.
+pub const PRESETS: [(&str, f64); 3] = [("strict", 2.0), ("balanced", 1.0), ("lenient", 0.5)];
+
+/// The preset label of `beta`, or `custom`.
+pub fn precision_label(beta: f64) -> &'static str {
+    PRESETS
+        .iter()
+        .find(|(_, b)| (*b - beta).abs() < 1e-12)
+        .map_or("custom", |(label, _)| label)
+}
+
+/// What `set_recall_precision` did.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct PrecisionOutcome {
+    /// The agent.
+    pub agent_id: String,
+    /// The β now in force for the agent (its own, else the global one).
+    pub beta: f64,
+    /// True when the agent's override was removed.
+    pub cleared: bool,
+    /// The recalibration that applied it, or why it failed (the old β was then restored).
+    pub calibration: std::result::Result<CalibrationOutcome, String>,
+}
+
+impl Engine {
+    /// The agent's own β, if one is set.
+    pub fn recall_beta(&self, agent_id: &str) -> Result<Option<f64>> {
+        self.read(|conn| {
+            let value: Option<String> = conn
+                .prepare_cached("SELECT value FROM meta WHERE key = ?")?
+                .query_row([key(agent_id)], |row| row.get(0))
+                .optional()?;
+            Ok(value.and_then(|v| v.parse::<f64>().ok()))
+        })
+    }
+
+    /// The β calibration uses for `agent_id`: its own, else the configured global one.
+    pub fn effective_recall_beta(&self, agent_id: &str) -> Result<f64> {
+        Ok(self
+            .recall_beta(agent_id)?
+            .unwrap_or(self.config.recall.precision_beta))
+    }
+
+    fn store_recall_beta(&self, agent_id: &str, beta: Option<f64>) -> Result<()> {
+        self.write(|tx| {
+            match beta {
+                Some(beta) => tx.execute(
+                    "INSERT INTO meta(key, value) VALUES (?1, ?2) \
+                     ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                    rusqlite::params![key(agent_id), beta.to_string()],
+                )?,
+                None => tx.execute("DELETE FROM meta WHERE key = ?", [key(agent_id)])?,
+            };
+            Ok(())
+        })
+    }
+
+    /// Sets (`Some`) or clears (`None`) the agent's β, then recalibrates the agent with it.
+    /// When the calibration fails the previous β is restored and the failure reported.
+    pub fn set_recall_precision(
+        &self,
+        agent_id: &str,
+        beta: Option<f64>,
+    ) -> Result<PrecisionOutcome> {
+        crate::text::check_agent(agent_id)?;
+        if let Some(b) = beta
+            && !(b.is_finite() && b > 0.0 && b <= MAX_BETA)
+        {
+            return Err(Error::InvalidInput {
+                field: "beta",
+                reason: format!("must be > 0 and <= {MAX_BETA}, got {b}"),
+            });
+        }
+        let previous = self.recall_beta(agent_id)?;
+        self.store_recall_beta(agent_id, beta)?;
+        let calibration = match self.calibrate_threshold(agent_id) {
+            Ok(outcome) => Ok(outcome),
+            Err(err) => {
+                self.store_recall_beta(agent_id, previous)?;
+                Err(err.to_string())
+            }
+        };
+        Ok(PrecisionOutcome {
+            agent_id: agent_id.to_owned(),
+            beta: self.effective_recall_beta(agent_id)?,
+            cleared: beta.is_none() && calibration.is_ok(),
+            calibration,
+        })
+    }
+}

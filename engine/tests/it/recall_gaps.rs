@@ -1,0 +1,185 @@
+//! The recall arguments the engine now owns: `exclude_contents`, `source_id` and
+//! `min_similarity` act before the count cut (so `limit` rows still come back), confidence is
+//! reported beside each row without moving it, and the per-agent precision β reaches the
+//! calibration the gate reads.
+
+use cpersona_engine::{Engine, EngineConfig, RecallQuery, StoreRequest};
+use serde_json::json;
+
+use crate::common::{Fixture, TestEmbedder, fixture};
+
+fn store(f: &Fixture, content: &str, source: &str) {
+    f.engine
+        .store(&StoreRequest {
+            agent_id: "a".into(),
+            content: content.into(),
+            source: Some(json!({"type": "User", "id": source})),
+            timestamp: Some("2026-01-01T00:00:00+00:00".into()),
+            ..StoreRequest::default()
+        })
+        .unwrap();
+}
+
+/// 24 rows that all match "apple", in two sources.
+fn corpus(f: &Fixture) {
+    for i in 0..24 {
+        let source = if i % 3 == 0 { "discord:1/x" } else { "slack:2" };
+        store(f, &format!("apple note {i} river"), source);
+    }
+}
+
+fn ask(limit: usize) -> RecallQuery {
+    RecallQuery {
+        agent_id: "a".into(),
+        query: "apple note".into(),
+        limit,
+        now_ms: Some(1_767_312_000_000), // 2026-01-02T00:00:00Z
+        ..RecallQuery::default()
+    }
+}
+
+fn contents(f: &Fixture, q: &RecallQuery) -> Vec<String> {
+    let r = f.engine.recall(q).unwrap();
+    r.response
+        .messages
+        .iter()
+        .map(|m| m.content.clone())
+        .collect()
+}
+
+#[test]
+fn exclude_contents_still_returns_limit_rows() {
+    let f = fixture();
+    corpus(&f);
+    let first = contents(&f, &ask(5));
+    assert_eq!(first.len(), 5);
+    let mut q = ask(5);
+    // Exact (short) entries, in another case and padded.
+    q.exclude_contents = first
+        .iter()
+        .map(|c| format!("  {} ", c.to_uppercase()))
+        .collect();
+    let r = f.engine.recall(&q).unwrap();
+    let second: Vec<String> = r
+        .response
+        .messages
+        .iter()
+        .map(|m| m.content.clone())
+        .collect();
+    assert_eq!(second.len(), 5, "the count cut comes after the filter");
+    assert!(second.iter().all(|c| !first.contains(c)), "{second:?}");
+    assert!(r.filtered.excluded >= 5, "{:?}", r.filtered);
+}
+
+#[test]
+fn source_id_is_a_prefix_filter_before_the_count_cut() {
+    let f = fixture();
+    corpus(&f);
+    let mut q = ask(6);
+    q.source_id = "discord:1".into();
+    let r = f.engine.recall(&q).unwrap();
+    assert_eq!(r.response.messages.len(), 6);
+    for m in &r.response.messages {
+        let id = m
+            .source
+            .as_ref()
+            .and_then(|s| s.get("id"))
+            .and_then(|v| v.as_str());
+        assert!(id.is_some_and(|id| id.starts_with("discord:1")), "{m:?}");
+    }
+    assert!(r.filtered.source_mismatch > 0);
+}
+
+#[test]
+fn min_similarity_drops_weak_vector_hits() {
+    let f = fixture();
+    corpus(&f);
+    let mut q = ask(10);
+    q.trace = true;
+    q.min_similarity = Some(1.5); // above any cosine: the vector arms come back empty
+    let r = f.engine.recall(&q).unwrap();
+    let stages = r.stages.unwrap();
+    assert!(
+        stages
+            .arms
+            .iter()
+            .filter(|a| a.arm.is_vector())
+            .all(|a| a.hits.is_empty())
+    );
+    assert!(r.filtered.below_similarity > 0);
+    assert_eq!(
+        r.response.messages.len(),
+        10,
+        "the lexical arms still answer"
+    );
+}
+
+#[test]
+fn confidence_is_reported_and_moves_nothing() {
+    let f = fixture();
+    corpus(&f);
+    let r = f.engine.recall(&ask(8)).unwrap();
+    for m in &r.response.messages {
+        let c = m.confidence.expect("confidence beside every row");
+        assert!((0.0..=1.0).contains(&c.score), "{c:?}");
+        assert!((c.age_hours - 24.0).abs() < 0.05, "{c:?}");
+    }
+    // The same store without confidence gives the same rows in the same order.
+    let mut config = EngineConfig::new(f.dir.path().join("store.db"));
+    config.recall.report_confidence = false;
+    let plain = Engine::open(
+        config,
+        TestEmbedder::new("test-hash-32", crate::common::DIM),
+    )
+    .unwrap()
+    .recall(&ask(8))
+    .unwrap();
+    let refs = |r: &cpersona_engine::RecallResult| {
+        r.response
+            .messages
+            .iter()
+            .map(|m| m.r#ref)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(refs(&plain), refs(&r));
+    assert!(
+        plain
+            .response
+            .messages
+            .iter()
+            .all(|m| m.confidence.is_none())
+    );
+}
+
+#[test]
+fn recall_precision_is_per_agent_and_rolls_back_when_calibration_fails() {
+    let f = fixture();
+    for i in 0..60 {
+        let session = format!("s{}", i / 6);
+        store(
+            &f,
+            &format!("{session} apple river stone note {i}"),
+            &session,
+        );
+    }
+    assert_eq!(f.engine.recall_beta("a").unwrap(), None);
+    let strict = f.engine.set_recall_precision("a", Some(2.0)).unwrap();
+    let strict_threshold = strict.calibration.as_ref().unwrap().calibration.threshold;
+    assert_eq!(f.engine.recall_beta("a").unwrap(), Some(2.0));
+    assert_eq!(strict.beta, 2.0);
+    let lenient = f.engine.set_recall_precision("a", Some(0.5)).unwrap();
+    let lenient_threshold = lenient.calibration.as_ref().unwrap().calibration.threshold;
+    assert!(
+        strict_threshold >= lenient_threshold,
+        "strict {strict_threshold} < lenient {lenient_threshold}"
+    );
+    assert_eq!(f.engine.recall_beta("b").unwrap(), None, "per agent");
+    let cleared = f.engine.set_recall_precision("a", None).unwrap();
+    assert!(cleared.cleared);
+    assert_eq!(f.engine.recall_beta("a").unwrap(), None);
+    // An agent without enough rows cannot be calibrated: its β stays as it was.
+    let failed = f.engine.set_recall_precision("empty", Some(2.0)).unwrap();
+    assert!(failed.calibration.is_err());
+    assert_eq!(f.engine.recall_beta("empty").unwrap(), None);
+    assert!(f.engine.set_recall_precision("a", Some(-1.0)).is_err());
+}
