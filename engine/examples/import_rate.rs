@@ -1,7 +1,8 @@
 //! Measures two write-path figures on this machine and prints them: `store` latency for one
 //! row (p50/p90 over 2,000 rows, trivial embedder) and `import_memories` rows/s for 100,000
-//! rows with pre-computed 384-dim embeddings. Run:
-//! `cargo run --release -p cpersona-engine --example import_rate`.
+//! rows with pre-computed 384-dim embeddings, first with every batch on the per-row FTS path
+//! (the triggers), then into a fresh store on the bulk path (`portability/bulk.rs`), so one run
+//! gives both. Run: `cargo run --release -p cpersona-engine --example import_rate [rows]`.
 #![allow(clippy::print_stdout)]
 
 use std::io::Write;
@@ -91,23 +92,26 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     drop(out);
     let size = std::fs::metadata(&path)?.len();
     // 100K rows with 384-dim base64 vectors are ~240 MB, past CPersona's 100 MiB default cap.
-    let mut config = EngineConfig::new(dir.path().join("import.db"));
-    config.max_import_bytes = 1 << 30;
-    let engine = Engine::open(config, embedder)?;
-    let start = Instant::now();
-    let outcome = engine.import_memories(&ImportRequest {
-        input_path: path,
-        ..Default::default()
-    })?;
-    let secs = start.elapsed().as_secs_f64();
-    println!(
-        "import ({n_import} rows, {DIM}-dim pre-computed embeddings, {:.0} MiB file): {:.2} s, {:.0} rows/s (imported {}, embedded {}, queued {})",
-        size as f64 / 1048576.0,
-        secs,
-        n_import as f64 / secs,
-        outcome.imported_memories,
-        outcome.embedded_rows,
-        outcome.queued_embeddings
-    );
+    for (label, bulk_min_rows) in [("per-row FTS", usize::MAX), ("bulk FTS", 256)] {
+        let mut config = EngineConfig::new(dir.path().join(format!("import-{bulk_min_rows}.db")));
+        config.max_import_bytes = 1 << 30;
+        config.import_bulk_min_rows = bulk_min_rows;
+        let engine = Engine::open(config, embedder.clone())?;
+        let start = Instant::now();
+        let outcome = engine.import_memories(&ImportRequest {
+            input_path: path.clone(),
+            ..Default::default()
+        })?;
+        let secs = start.elapsed().as_secs_f64();
+        println!(
+            "import, {label} ({n_import} rows, {DIM}-dim pre-computed embeddings, {:.0} MiB file): {:.2} s, {:.0} rows/s (imported {}, embedded {}, queued {})",
+            size as f64 / 1048576.0,
+            secs,
+            n_import as f64 / secs,
+            outcome.imported_memories,
+            outcome.embedded_rows,
+            outcome.queued_embeddings
+        );
+    }
     Ok(())
 }

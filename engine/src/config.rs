@@ -28,6 +28,9 @@ pub const DEFAULT_MAX_IMPORT_BYTES: u64 = 104_857_600;
 /// Rows per import transaction. Large enough that the commit cost vanishes per row, small
 /// enough that a reader waiting on the WAL sees progress and memory stays flat.
 pub const DEFAULT_IMPORT_BATCH_ROWS: usize = 5_000;
+/// An import batch with at least this many memories fills the FTS index in one statement
+/// instead of row by row (`portability/bulk.rs`); `usize::MAX` keeps every batch per-row.
+pub const DEFAULT_IMPORT_BULK_MIN_ROWS: usize = 256;
 /// Texts per embedder call when the queue drains or an import embeds. The embedders batch
 /// internally; 32 keeps one call's latency around a second on the builtin model.
 pub const DEFAULT_EMBED_BATCH: usize = 32;
@@ -81,6 +84,8 @@ pub struct EngineConfig {
     pub max_import_bytes: u64,
     /// See [`DEFAULT_IMPORT_BATCH_ROWS`].
     pub import_batch_rows: usize,
+    /// See [`DEFAULT_IMPORT_BULK_MIN_ROWS`].
+    pub import_bulk_min_rows: usize,
     /// See [`DEFAULT_EMBED_BATCH`].
     pub embed_batch: usize,
     /// See [`DEFAULT_QUEUE_MAX_ATTEMPTS`].
@@ -112,6 +117,7 @@ impl EngineConfig {
             max_metadata_chars: DEFAULT_MAX_METADATA_CHARS,
             max_import_bytes: DEFAULT_MAX_IMPORT_BYTES,
             import_batch_rows: DEFAULT_IMPORT_BATCH_ROWS,
+            import_bulk_min_rows: DEFAULT_IMPORT_BULK_MIN_ROWS,
             embed_batch: DEFAULT_EMBED_BATCH,
             queue_max_attempts: DEFAULT_QUEUE_MAX_ATTEMPTS,
             queue_retry_delay_secs: DEFAULT_QUEUE_RETRY_DELAY_SECS,

@@ -155,7 +155,8 @@ impl Engine {
             self.write_dry(|tx| apply(tx, &records, &target, &mut outcome))?;
         } else {
             for batch in records.chunks(self.config.import_batch_rows) {
-                self.write(|tx| apply(tx, batch, &target, &mut outcome))?;
+                let bulk_min = self.config.import_bulk_min_rows;
+                self.write(|tx| apply_batch(tx, batch, &target, bulk_min, &mut outcome))?;
             }
         }
         Ok(outcome)
@@ -442,6 +443,30 @@ fn optional_instant(obj: &Map<String, Value>, key: &str) -> Result<Option<i64>> 
 
 /// The store's vector target and the format rows are written in.
 type Target = (VectorTarget, crate::EmbeddingFormat);
+
+/// One committed batch: large ones take the bulk FTS path (`super::bulk`), all within `tx`.
+fn apply_batch(
+    tx: &Transaction<'_>,
+    records: &[Record],
+    target: &Target,
+    bulk_min_rows: usize,
+    outcome: &mut ImportOutcome,
+) -> Result<()> {
+    let memories = records
+        .iter()
+        .filter(|r| matches!(r, Record::Memory { .. }))
+        .count();
+    let deferred = if memories >= bulk_min_rows {
+        super::bulk::DeferredFts::begin(tx)?
+    } else {
+        None
+    };
+    apply(tx, records, target, outcome)?;
+    if let Some(deferred) = deferred {
+        deferred.finish(tx)?;
+    }
+    Ok(())
+}
 
 fn apply(
     tx: &Transaction<'_>,

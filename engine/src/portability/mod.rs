@@ -3,6 +3,7 @@
 //! `merge_memories` between agents. Imports are idempotent (dedup on the exact bucket), and
 //! a malformed file writes nothing.
 
+mod bulk;
 mod export;
 mod import;
 mod merge;

@@ -314,3 +314,79 @@ fn merge_copies_and_moves_but_never_a_locked_row_away() {
             .is_user_error()
     );
 }
+
+/// A batch large enough for the bulk path: the FTS index holds exactly the imported rows, the
+/// insert trigger is back with its stored SQL (so a later store is indexed), every row is in
+/// the change log, and FTS5's own integrity check passes.
+#[test]
+fn bulk_import_fills_fts_and_restores_the_trigger() {
+    let f = fixture();
+    store(&f.engine, "a", "stored before the import");
+    let trigger = |c: &rusqlite::Connection| -> String {
+        c.query_row(
+            "SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = 'memories_fts_ai'",
+            [],
+            |row| row.get(0),
+        )
+        .unwrap()
+    };
+    let before = trigger(&conn(&f));
+    let rows = 600;
+    let path = f.dir.path().join("bulk.jsonl");
+    let mut text = json!({"_type": "header", "version": "cpersona-export/1.0", "agent_id": ""})
+        .to_string()
+        + "\n";
+    for i in 0..rows {
+        let line = json!({"_type": "memory", "agent_id": "a", "msg_id": format!("m{i}"),
+            "content": format!("bulk row {i} mentions zebra{i}"),
+            "timestamp": "2026-01-01T00:00:00+00:00"});
+        text.push_str(&format!("{line}\n"));
+    }
+    std::fs::write(&path, text).unwrap();
+    let out = f
+        .engine
+        .import_memories(&ImportRequest {
+            input_path: path,
+            ..Default::default()
+        })
+        .unwrap();
+    assert_eq!(out.imported_memories, rows);
+    store(&f.engine, "a", "stored after the import mentions okapi");
+    let c = conn(&f);
+    assert_eq!(trigger(&c), before);
+    let hits = |q: &str| -> i64 {
+        c.query_row(
+            "SELECT COUNT(*) FROM memories_fts WHERE memories_fts MATCH ?",
+            [q],
+            |row| row.get(0),
+        )
+        .unwrap()
+    };
+    assert_eq!(hits("\"bulk row\""), rows as i64);
+    assert_eq!(hits("\"zebra599\""), 1);
+    assert_eq!(
+        hits("\"okapi\""),
+        1,
+        "the restored trigger indexes new rows"
+    );
+    assert_eq!(hits("\"stored before\""), 1);
+    let indexed: i64 = c
+        .query_row("SELECT COUNT(*) FROM memories_fts_docsize", [], |row| {
+            row.get(0)
+        })
+        .unwrap();
+    assert_eq!(indexed, rows as i64 + 2, "each row indexed once");
+    c.execute(
+        "INSERT INTO memories_fts(memories_fts, rank) VALUES ('integrity-check', 1)",
+        [],
+    )
+    .unwrap();
+    let logged: i64 = c
+        .query_row(
+            "SELECT COUNT(*) FROM change_log WHERE table_name = 'memories' AND op = 'insert'",
+            [],
+            |row| row.get(0),
+        )
+        .unwrap();
+    assert_eq!(logged, rows as i64 + 2);
+}
