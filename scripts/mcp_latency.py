@@ -8,6 +8,11 @@ each transport times `--calls` stores and `--calls` recalls, one at a time, and
 prints p50/p95 in milliseconds. Seeded: the same arguments give the same corpus and queries.
 
 Usage: python scripts/mcp_latency.py --binary target/release/cpersona [--rows 10000] [--calls 200]
+       [--trace] [--vocab N] [--stdio-only]
+--trace asks each recall for its trace and prints the server's own time per stage beside the
+round trip, so the share spent outside the engine (MCP, JSON, the client) is the difference.
+--vocab N draws the words of the corpus and the queries from N synthetic words instead of the
+36 common ones: with 36, each 3-word query matches most rows lexically.
 Needs: pip install mcp
 """
 
@@ -47,6 +52,13 @@ def corpus(rows, seed):
     rng = random.Random(seed)
     for i in range(rows):
         yield f"note {i}: " + " ".join(rng.choice(WORDS) for _ in range(12))
+
+
+def use_vocabulary(n):
+    """Replaces the word list with n synthetic words (w0 .. w{n-1})."""
+    global WORDS
+    if n > 0:
+        WORDS = [f"w{i}" for i in range(n)]
 
 
 def env_for(workdir, **extra):
@@ -98,11 +110,14 @@ async def prepare(binary, workdir, rebuild):
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
+TRACE = False
+
+
 async def measure(session, calls, seed, label):
     await session.initialize()
     await drained(session, label)
     rng = random.Random(seed + 1)
-    stores, recalls = [], []
+    stores, recalls, stages = [], [], {}
     for i in range(calls):
         text = f"{label} new fact {i}: " + " ".join(rng.choice(WORDS) for _ in range(10))
         t = time.perf_counter()
@@ -112,11 +127,22 @@ async def measure(session, calls, seed, label):
     for _ in range(calls):
         query = " ".join(rng.choice(WORDS) for _ in range(3))
         t = time.perf_counter()
-        body = await call(session, "recall", {"agent_id": AGENT, "query": query})
+        args = {"agent_id": AGENT, "query": query}
+        if TRACE:
+            args["trace"] = True
+        body = await call(session, "recall", args)
         recalls.append((time.perf_counter() - t) * 1000)
         assert "messages" in body, body
+        if TRACE:
+            timings = body["trace"]["timings_ms"]
+            for stage, ms in timings.items():
+                stages.setdefault(stage, []).append(ms)
+            stages.setdefault("engine_total", []).append(sum(timings.values()))
     for name, samples in (("store", stores), ("recall", recalls)):
         print(f"{label:6} {name:7} n={len(samples)} p50={pct(samples, 0.5):.2f} ms "
+              f"p95={pct(samples, 0.95):.2f} ms")
+    for name, samples in stages.items():
+        print(f"{label:6} recall server {name:14} p50={pct(samples, 0.5):.2f} ms "
               f"p95={pct(samples, 0.95):.2f} ms")
 
 
@@ -174,7 +200,15 @@ async def main():
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--no-rebuild", action="store_true",
                         help="measure with every row in the live tail (no index generation)")
+    parser.add_argument("--trace", action="store_true",
+                        help="print the server's own time per recall stage")
+    parser.add_argument("--vocab", type=int, default=0,
+                        help="draw corpus and queries from N synthetic words (0: the 36 common)")
+    parser.add_argument("--stdio-only", action="store_true", help="skip the HTTP run")
     args = parser.parse_args()
+    global TRACE
+    TRACE = args.trace
+    use_vocabulary(args.vocab)
     with tempfile.TemporaryDirectory() as workdir:
         t = time.perf_counter()
         fill(args.binary, workdir, args.rows, args.seed)
@@ -182,7 +216,8 @@ async def main():
         await prepare(args.binary, workdir, not args.no_rebuild)
         print("index generations:", "none (live tail only)" if args.no_rebuild else "rebuilt")
         await over_stdio(args.binary, workdir, args.calls, args.seed)
-        await over_http(args.binary, workdir, args.calls, args.seed)
+        if not args.stdio_only:
+            await over_http(args.binary, workdir, args.calls, args.seed)
 
 
 if __name__ == "__main__":
