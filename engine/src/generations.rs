@@ -40,10 +40,14 @@ pub enum IndexTable {
     Memories,
     /// `episodes`.
     Episodes,
+    /// `record_blocks`: one row per block with int8 codes of the store's model; row ids
+    /// encode `(kind, parent, block)` (see `block_index.rs`). Not searched by recall, so not
+    /// in [`IndexTable::ALL`].
+    Blocks,
 }
 
 impl IndexTable {
-    /// Both tables, memories first.
+    /// The tables recall searches, memories first.
     pub const ALL: [IndexTable; 2] = [IndexTable::Memories, IndexTable::Episodes];
 
     /// The SQLite table name.
@@ -51,6 +55,7 @@ impl IndexTable {
         match self {
             IndexTable::Memories => "memories",
             IndexTable::Episodes => "episodes",
+            IndexTable::Blocks => "blocks",
         }
     }
 }
@@ -198,7 +203,14 @@ impl Engine {
             .loaded_generation(table)
             .map_or(0, |l| l.generation.generation())
             .max(Generation::open(&path).map_or(0, |g| g.generation()));
-        let (head, summary) = self.read(|conn| {
+        let built = if table == IndexTable::Blocks {
+            Some(crate::block_index::build(self, &path, previous + 1, progress)?)
+        } else {
+            None
+        };
+        let (head, summary) = match built {
+            Some(built) => built,
+            None => self.read(|conn| {
             let tx = conn.unchecked_transaction()?;
             let head = changelog_head(&tx)?;
             let schema_version: u32 = tx.query_row("PRAGMA user_version", [], |row| row.get(0))?;
@@ -225,7 +237,7 @@ impl Engine {
             let mut writer = GenerationWriter::create(&path, meta)?;
             let source_col = match table {
                 IndexTable::Memories => "source",
-                IndexTable::Episodes => "''",
+                IndexTable::Episodes | IndexTable::Blocks => "''",
             };
             let mut stmt = tx.prepare(&format!(
                 "SELECT id, created_at_ms, agent_id, project_id, channel, {source_col}, \
@@ -271,7 +283,8 @@ impl Engine {
             progress(done, total.max(done));
             tx.commit()?;
             Ok((head, summary))
-        })?;
+        })?,
+        };
         let purged = self.read(purged_through)?;
         if purged > head {
             // A purge committed after the build's snapshot: its file may hold the agent.

@@ -22,12 +22,16 @@ pub mod vector;
 
 mod agent;
 mod arms;
+mod block_index;
+pub mod blocks;
+mod derived;
 mod engine;
 mod episodes;
 mod generations;
 mod recall_engine;
 pub use arms::vector::VectorTableReport;
 mod listing;
+pub mod nodes;
 mod memories;
 mod persistence;
 mod portability;
@@ -41,6 +45,8 @@ pub use episodes::{
     ArchiveEpisodeOutcome, ArchiveEpisodeRequest, DeleteEpisodeOutcome, DeleteEpisodeRequest,
     EpisodeItem, ListEpisodesOutcome, ListEpisodesRequest,
 };
+pub use block_index::{block_row_id, split_block_row_id};
+pub use derived::{DerivedReport, StoredBlock};
 pub use error::{Error, Result};
 pub use generations::{IndexStatus, IndexTable, RebuildOutcome, TableIndexStatus};
 pub use listing::{ListMemoriesOutcome, ListMemoriesRequest, MemoryItem};
