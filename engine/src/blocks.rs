@@ -106,9 +106,8 @@ pub fn protected_boundaries(chars: &[char]) -> Vec<bool> {
             .find(|&i| chars[i] == '\n')
             .map_or(n, |i| i + 1);
         let first = (line_start..line_end).find(|&i| chars[i] != ' ' && chars[i] != '\t');
-        let is_fence = first.is_some_and(|f| {
-            f + 3 <= line_end && chars[f..f + 3].iter().all(|&c| c == '`')
-        });
+        let is_fence =
+            first.is_some_and(|f| f + 3 <= line_end && chars[f..f + 3].iter().all(|&c| c == '`'));
         if is_fence {
             match open.take() {
                 None => open = Some(line_start),
@@ -147,7 +146,13 @@ pub fn protected_boundaries(chars: &[char]) -> Vec<bool> {
                 None => quote = Some(i),
                 Some(o) => protect_pair(&mut protected, o, i),
             }
-        } else if c == '\n' && i + 1 < n && chars[i + 1..].iter().take_while(|c| **c != '\n').all(|c| c.is_whitespace()) {
+        } else if c == '\n'
+            && i + 1 < n
+            && chars[i + 1..]
+                .iter()
+                .take_while(|c| **c != '\n')
+                .all(|c| c.is_whitespace())
+        {
             // A blank line ends a paragraph: an unmatched ASCII quote is ignored.
             quote = None;
         }

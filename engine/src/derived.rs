@@ -285,12 +285,17 @@ impl Engine {
                  UNION SELECT parent_kind, parent_id FROM record_nodes WHERE embedding IS NULL \
                  ORDER BY 1, 2 LIMIT ?",
             )?;
-            let rows = stmt.query_map([max_records as i64], |row| Ok((row.get(0)?, row.get(1)?)))?;
+            let rows =
+                stmt.query_map([max_records as i64], |row| Ok((row.get(0)?, row.get(1)?)))?;
             Ok(rows.collect::<rusqlite::Result<_>>()?)
         })?;
         let mut filled = 0;
         for (kind, id) in owed {
-            let r = if kind == "ep" { Ref::ep(id) } else { Ref::mem(id) };
+            let r = if kind == "ep" {
+                Ref::ep(id)
+            } else {
+                Ref::mem(id)
+            };
             if self.refresh_derived(r)?.derived_queued.is_some() {
                 break;
             }
@@ -318,7 +323,10 @@ fn read_blocks(conn: &Connection, r: Ref) -> Result<Vec<StoredBlock>> {
     let rows = stmt.query_map(params![kind_tag(r.kind), r.id], |row| {
         Ok(StoredBlock {
             index: row.get::<_, i64>(0)? as usize,
-            span: (row.get::<_, i64>(1)? as usize, row.get::<_, i64>(2)? as usize),
+            span: (
+                row.get::<_, i64>(1)? as usize,
+                row.get::<_, i64>(2)? as usize,
+            ),
             bits: row.get(3)?,
             int8: row
                 .get::<_, Option<Vec<u8>>>(4)?
@@ -343,7 +351,10 @@ pub(crate) fn with_ranges(
          ORDER BY node_index",
     )?;
     let rows = stmt.query_map(params![kind_tag(r.kind), r.id], |row| {
-        Ok((row.get::<_, i64>(0)? as usize, row.get::<_, i64>(1)? as usize))
+        Ok((
+            row.get::<_, i64>(0)? as usize,
+            row.get::<_, i64>(1)? as usize,
+        ))
     })?;
     stored.nodes = rows.collect::<rusqlite::Result<_>>()?;
     stored.blocks = read_blocks(conn, r)?.into_iter().map(|b| b.span).collect();

@@ -31,22 +31,22 @@ mod generations;
 mod recall_engine;
 pub use arms::vector::VectorTableReport;
 mod listing;
-pub mod nodes;
 mod memories;
+pub mod nodes;
 mod persistence;
 mod portability;
 mod profiles;
 mod queue;
 
 pub use agent::DeleteAgentDataOutcome;
+pub use block_index::{block_row_id, split_block_row_id};
 pub use config::{EmbeddingFormat, EngineConfig};
+pub use derived::{DerivedReport, StoredBlock};
 pub use engine::Engine;
 pub use episodes::{
     ArchiveEpisodeOutcome, ArchiveEpisodeRequest, DeleteEpisodeOutcome, DeleteEpisodeRequest,
     EpisodeItem, ListEpisodesOutcome, ListEpisodesRequest,
 };
-pub use block_index::{block_row_id, split_block_row_id};
-pub use derived::{DerivedReport, StoredBlock};
 pub use error::{Error, Result};
 pub use generations::{IndexStatus, IndexTable, RebuildOutcome, TableIndexStatus};
 pub use listing::{ListMemoriesOutcome, ListMemoriesRequest, MemoryItem};

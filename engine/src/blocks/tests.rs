@@ -31,9 +31,18 @@ fn never_cuts_inside_fences_brackets_or_quotes() {
     let text = "Run this:\n```\nlet a = 1.\nlet b = 2.\n```\nDone (see a. b. c.) and \"quoted. text.\" end.";
     let blocks = segment(text, &[]);
     let parts = texts(text, &blocks);
-    assert!(parts.contains(&"```\nlet a = 1.\nlet b = 2.\n```\n".to_owned()), "{parts:?}");
-    assert!(parts.iter().any(|p| p.contains("(see a. b. c.)")), "{parts:?}");
-    assert!(parts.iter().any(|p| p.contains("\"quoted. text.\"")), "{parts:?}");
+    assert!(
+        parts.contains(&"```\nlet a = 1.\nlet b = 2.\n```\n".to_owned()),
+        "{parts:?}"
+    );
+    assert!(
+        parts.iter().any(|p| p.contains("(see a. b. c.)")),
+        "{parts:?}"
+    );
+    assert!(
+        parts.iter().any(|p| p.contains("\"quoted. text.\"")),
+        "{parts:?}"
+    );
 }
 
 #[test]
@@ -49,7 +58,10 @@ fn node_ends_always_cut() {
     let blocks = segment(text, &[7]);
     assert_eq!(blocks[0].end, 7);
     assert!(blocks[0].forced);
-    assert_eq!(texts(text, &blocks), vec!["one two", " three four five six"]);
+    assert_eq!(
+        texts(text, &blocks),
+        vec!["one two", " three four five six"]
+    );
 }
 
 #[test]
@@ -83,15 +95,34 @@ fn best_blocks_prefers_int8_and_falls_back_to_bits() {
     let bits_a = sign_bits(&[0.0, 1.0, 0.0, 0.0]);
     let bits_b = sign_bits(&[0.9, 0.1, 0.0, 0.0]);
     let full = [
-        BlockVectors { index: 0, bits: Some(&bits_a), int8: Some(&a) },
-        BlockVectors { index: 1, bits: Some(&bits_b), int8: Some(&b) },
+        BlockVectors {
+            index: 0,
+            bits: Some(&bits_a),
+            int8: Some(&a),
+        },
+        BlockVectors {
+            index: 1,
+            bits: Some(&bits_b),
+            int8: Some(&b),
+        },
     ];
     let ranked = best_blocks(&q, &full);
-    assert_eq!(ranked.iter().map(|r| r.index).collect::<Vec<_>>(), vec![1, 0]);
+    assert_eq!(
+        ranked.iter().map(|r| r.index).collect::<Vec<_>>(),
+        vec![1, 0]
+    );
     assert_eq!(ranked[0].order, BlockOrder::Int8);
     let partial = [
-        BlockVectors { index: 0, bits: Some(&bits_a), int8: None },
-        BlockVectors { index: 1, bits: Some(&bits_b), int8: Some(&b) },
+        BlockVectors {
+            index: 0,
+            bits: Some(&bits_a),
+            int8: None,
+        },
+        BlockVectors {
+            index: 1,
+            bits: Some(&bits_b),
+            int8: Some(&b),
+        },
     ];
     let ranked = best_blocks(&q, &partial);
     assert_eq!(ranked[0].order, BlockOrder::SignBits);
@@ -99,14 +130,38 @@ fn best_blocks_prefers_int8_and_falls_back_to_bits() {
     // Bits 1000 against 1100 (one apart) and 0100 (two apart).
     assert_eq!(ranked[0].score, -1.0);
     assert_eq!(ranked[1].score, -2.0);
-    let none = [BlockVectors { index: 0, bits: None, int8: None }];
+    let none = [BlockVectors {
+        index: 0,
+        bits: None,
+        int8: None,
+    }];
     assert!(best_blocks(&q, &none).is_empty());
 }
 
 fn text_strategy() -> impl Strategy<Value = String> {
     let atoms = prop::sample::select(vec![
-        "word", " ", "\n", "\n\n", ". ", "!", "?", "。", "(", ")", "[", "]", "「", "」", "\"",
-        "```", "\n```\n", ",", "、", "x", "long-token-without-breaks", "\t",
+        "word",
+        " ",
+        "\n",
+        "\n\n",
+        ". ",
+        "!",
+        "?",
+        "。",
+        "(",
+        ")",
+        "[",
+        "]",
+        "「",
+        "」",
+        "\"",
+        "```",
+        "\n```\n",
+        ",",
+        "、",
+        "x",
+        "long-token-without-breaks",
+        "\t",
     ]);
     prop::collection::vec(atoms, 0..400).prop_map(|v| v.concat())
 }

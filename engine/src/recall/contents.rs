@@ -364,7 +364,13 @@ fn serve(request: &ContentRequest, stored: StoredContent) -> Result<ContentItem,
                 UnresolvedReason::NoCurrentNodes,
                 UnresolvedReason::NodeOutOfRange,
             )?;
-            (start, end, Some([first, last]), None, Some(stored.nodes.len()))
+            (
+                start,
+                end,
+                Some([first, last]),
+                None,
+                Some(stored.nodes.len()),
+            )
         }
         Some(RangeAsked::Block(first, last)) => {
             let (start, end) = set_range(
@@ -375,7 +381,13 @@ fn serve(request: &ContentRequest, stored: StoredContent) -> Result<ContentItem,
                 UnresolvedReason::NoCurrentBlocks,
                 UnresolvedReason::BlockOutOfRange,
             )?;
-            (start, end, None, Some([first, last]), Some(stored.blocks.len()))
+            (
+                start,
+                end,
+                None,
+                Some([first, last]),
+                Some(stored.blocks.len()),
+            )
         }
     };
     let (content, range) = match request.range {

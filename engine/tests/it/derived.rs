@@ -103,16 +103,22 @@ fn store(f: &F, agent: &str, content: &str) -> (i64, serde_json::Value) {
 
 fn spans(f: &F, table: &str, id: i64) -> Vec<(usize, usize)> {
     let c = conn_of(f);
-    let idx = if table == "record_nodes" { "node_index" } else { "block_index" };
+    let idx = if table == "record_nodes" {
+        "node_index"
+    } else {
+        "block_index"
+    };
     let mut stmt = c
         .prepare(&format!(
             "SELECT start_char, end_char FROM {table} WHERE parent_kind = 'mem' AND parent_id = ? ORDER BY {idx}"
         ))
         .unwrap();
-    stmt.query_map([id], |r| Ok((r.get::<_, i64>(0)? as usize, r.get::<_, i64>(1)? as usize)))
-        .unwrap()
-        .map(Result::unwrap)
-        .collect()
+    stmt.query_map([id], |r| {
+        Ok((r.get::<_, i64>(0)? as usize, r.get::<_, i64>(1)? as usize))
+    })
+    .unwrap()
+    .map(Result::unwrap)
+    .collect()
 }
 
 fn conn_of(f: &F) -> rusqlite::Connection {
@@ -174,7 +180,10 @@ fn a_long_record_splits_into_nodes_and_blocks_deterministically() {
     let (short, body) = store(&f, "a", "one line only");
     assert!(spans(&f, "record_nodes", short).is_empty());
     assert!(spans(&f, "record_blocks", short).is_empty());
-    assert!(body.get("nodes").is_none() && body.get("blocks").is_none(), "{body}");
+    assert!(
+        body.get("nodes").is_none() && body.get("blocks").is_none(),
+        "{body}"
+    );
 }
 
 #[test]
@@ -212,7 +221,13 @@ fn get_contents_serves_node_block_and_span_ranges_exactly() {
     let reasons: Vec<String> = out
         .unresolved
         .iter()
-        .map(|u| serde_json::to_value(u.reason).unwrap().as_str().unwrap().to_owned())
+        .map(|u| {
+            serde_json::to_value(u.reason)
+                .unwrap()
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
         .collect();
     assert_eq!(
         reasons,
@@ -231,7 +246,10 @@ fn get_contents_serves_node_block_and_span_ranges_exactly() {
         .get_contents("b", None, None, &[json!({"ref": r, "block": 0})])
         .unwrap();
     assert!(out.items.is_empty());
-    assert_eq!(serde_json::to_value(out.unresolved[0].reason).unwrap(), json!("not_found"));
+    assert_eq!(
+        serde_json::to_value(out.unresolved[0].reason).unwrap(),
+        json!("not_found")
+    );
 }
 
 #[test]
@@ -255,7 +273,12 @@ fn owed_vectors_are_queued_then_filled_by_the_drain() {
     // Ranges are offsets: they are served while the vectors are owed.
     let out = f
         .engine
-        .get_contents("a", None, None, &[json!({"ref": format!("mem:{id}"), "block": 0})])
+        .get_contents(
+            "a",
+            None,
+            None,
+            &[json!({"ref": format!("mem:{id}"), "block": 0})],
+        )
         .unwrap();
     assert_eq!(out.items.len(), 1);
     f.inner.down.store(false, Ordering::SeqCst);
@@ -324,7 +347,11 @@ fn block_generation_round_trips() {
     assert!(built.path.to_string_lossy().ends_with(".blocks.gen"));
     let generation = Generation::open(&built.path).unwrap();
     assert_eq!(generation.len(), n_blocks);
-    let mut seen: Vec<(Ref, usize)> = generation.ids().iter().map(|&id| split_block_row_id(id)).collect();
+    let mut seen: Vec<(Ref, usize)> = generation
+        .ids()
+        .iter()
+        .map(|&id| split_block_row_id(id))
+        .collect();
     seen.sort_by_key(|(r, i)| (r.id, *i));
     let mut expected: Vec<(Ref, usize)> = (0..spans(&f, "record_blocks", a).len())
         .map(|i| (Ref::mem(a), i))

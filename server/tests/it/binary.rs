@@ -350,7 +350,8 @@ fn a_lone_surrogate_is_dropped_and_the_server_keeps_serving() {
 #[test]
 fn store_reports_blocks_and_get_contents_serves_block_ranges() {
     let dir = tempfile::tempdir().unwrap();
-    let text = "The harbor opened at dawn. Boats left early.\nLanterns (red. green.) hung on masts.";
+    let text =
+        "The harbor opened at dawn. Boats left early.\nLanterns (red. green.) hung on masts.";
     let first = call_tools(
         dir.path(),
         &[("store", json!({"agent_id": "a", "content": text}))],
@@ -371,8 +372,7 @@ fn store_reports_blocks_and_get_contents_serves_block_ranges() {
     );
     let body = &bodies[0];
     assert_eq!(
-        body["items"][0]["content"],
-        " Boats left early.\nLanterns (red. green.) hung on masts.",
+        body["items"][0]["content"], " Boats left early.\nLanterns (red. green.) hung on masts.",
         "{body}"
     );
     assert_eq!(body["items"][0]["range"]["block"], json!([1, 2]), "{body}");

@@ -169,11 +169,20 @@ fn node_and_block_ranges_need_an_exact_partition() {
     let contents: Vec<&str> = got.items.iter().map(|i| i.content.as_str()).collect();
     assert_eq!(contents, vec!["beta gamma", "alpha beta"]);
     let range = got.items[1].range.as_ref().expect("range");
-    assert_eq!((range.span, range.block, range.of), ([0, 10], Some([0, 1]), Some(3)));
+    assert_eq!(
+        (range.span, range.block, range.of),
+        ([0, 10], Some([0, 1]), Some(3))
+    );
     let reasons: Vec<UnresolvedReason> = got.unresolved.iter().map(|u| u.reason).collect();
     use UnresolvedReason::*;
     assert_eq!(
         reasons,
-        vec![BlockOutOfRange, NoCurrentBlocks, NoCurrentNodes, InvalidRange, InvalidRange]
+        vec![
+            BlockOutOfRange,
+            NoCurrentBlocks,
+            NoCurrentNodes,
+            InvalidRange,
+            InvalidRange
+        ]
     );
 }
