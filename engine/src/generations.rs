@@ -40,10 +40,14 @@ pub enum IndexTable {
     Memories,
     /// `episodes`.
     Episodes,
+    /// `record_blocks`: one row per block with int8 codes of the store's model; row ids
+    /// encode `(kind, parent, block)` (see `block_index.rs`). Not searched by recall, so not
+    /// in [`IndexTable::ALL`].
+    Blocks,
 }
 
 impl IndexTable {
-    /// Both tables, memories first.
+    /// The tables recall searches, memories first.
     pub const ALL: [IndexTable; 2] = [IndexTable::Memories, IndexTable::Episodes];
 
     /// The SQLite table name.
@@ -51,6 +55,7 @@ impl IndexTable {
         match self {
             IndexTable::Memories => "memories",
             IndexTable::Episodes => "episodes",
+            IndexTable::Blocks => "blocks",
         }
     }
 }
@@ -198,80 +203,94 @@ impl Engine {
             .loaded_generation(table)
             .map_or(0, |l| l.generation.generation())
             .max(Generation::open(&path).map_or(0, |g| g.generation()));
-        let (head, summary) = self.read(|conn| {
-            let tx = conn.unchecked_transaction()?;
-            let head = changelog_head(&tx)?;
-            let schema_version: u32 = tx.query_row("PRAGMA user_version", [], |row| row.get(0))?;
-            let total: u64 = tx.query_row(
-                &format!(
-                    "SELECT COUNT(*) FROM {} WHERE embedding IS NOT NULL \
+        let built = if table == IndexTable::Blocks {
+            Some(crate::block_index::build(
+                self,
+                &path,
+                previous + 1,
+                progress,
+            )?)
+        } else {
+            None
+        };
+        let (head, summary) = match built {
+            Some(built) => built,
+            None => self.read(|conn| {
+                let tx = conn.unchecked_transaction()?;
+                let head = changelog_head(&tx)?;
+                let schema_version: u32 =
+                    tx.query_row("PRAGMA user_version", [], |row| row.get(0))?;
+                let total: u64 = tx.query_row(
+                    &format!(
+                        "SELECT COUNT(*) FROM {} WHERE embedding IS NOT NULL \
                      AND embedding_model = ?1 AND embedding_dim = ?2",
-                    table.name()
-                ),
-                rusqlite::params![target.model_id, target.dim as i64],
-                |row| row.get::<_, i64>(0),
-            )? as u64;
-            let meta = GenerationMeta {
-                generation: previous + 1,
-                source: SourceFingerprint {
-                    changelog_head: head,
-                    schema_version,
-                },
-                embedder: EmbedderIdentity {
-                    model_id: target.model_id.clone(),
-                    dim: target.dim,
-                },
-            };
-            let mut writer = GenerationWriter::create(&path, meta)?;
-            let source_col = match table {
-                IndexTable::Memories => "source",
-                IndexTable::Episodes => "''",
-            };
-            let mut stmt = tx.prepare(&format!(
-                "SELECT id, created_at_ms, agent_id, project_id, channel, {source_col}, \
+                        table.name()
+                    ),
+                    rusqlite::params![target.model_id, target.dim as i64],
+                    |row| row.get::<_, i64>(0),
+                )? as u64;
+                let meta = GenerationMeta {
+                    generation: previous + 1,
+                    source: SourceFingerprint {
+                        changelog_head: head,
+                        schema_version,
+                    },
+                    embedder: EmbedderIdentity {
+                        model_id: target.model_id.clone(),
+                        dim: target.dim,
+                    },
+                };
+                let mut writer = GenerationWriter::create(&path, meta)?;
+                let source_col = match table {
+                    IndexTable::Memories => "source",
+                    IndexTable::Episodes | IndexTable::Blocks => "''",
+                };
+                let mut stmt = tx.prepare(&format!(
+                    "SELECT id, created_at_ms, agent_id, project_id, channel, {source_col}, \
                  embedding, embedding_format FROM {} WHERE embedding IS NOT NULL \
                  AND embedding_model = ?1 AND embedding_dim = ?2 \
                  ORDER BY created_at_ms DESC, id ASC",
-                table.name()
-            ))?;
-            let mut rows = stmt.query(rusqlite::params![target.model_id, target.dim as i64])?;
-            let mut done = 0u64;
-            while let Some(row) = rows.next()? {
-                let blob: Vec<u8> = row.get(6)?;
-                let format_tag: String = row.get(7)?;
-                let Some(vector) = format_from_tag(&format_tag)
-                    .and_then(|f| decode(&blob, f))
-                    .filter(|v| v.len() == target.dim)
-                else {
-                    continue;
-                };
-                let agent: String = row.get(2)?;
-                let project: String = row.get(3)?;
-                let channel: String = row.get(4)?;
-                let source = source_code(&row.get::<_, String>(5)?);
-                writer.push(&Row {
-                    id: row.get(0)?,
-                    created_at: row.get(1)?,
-                    scope: IndexScope {
-                        agent: &agent,
-                        project: &project,
-                        channel: &channel,
-                        source: &source,
-                    },
-                    vector: &vector,
-                })?;
-                done += 1;
-                if done.is_multiple_of(1024) {
-                    progress(done, total);
+                    table.name()
+                ))?;
+                let mut rows = stmt.query(rusqlite::params![target.model_id, target.dim as i64])?;
+                let mut done = 0u64;
+                while let Some(row) = rows.next()? {
+                    let blob: Vec<u8> = row.get(6)?;
+                    let format_tag: String = row.get(7)?;
+                    let Some(vector) = format_from_tag(&format_tag)
+                        .and_then(|f| decode(&blob, f))
+                        .filter(|v| v.len() == target.dim)
+                    else {
+                        continue;
+                    };
+                    let agent: String = row.get(2)?;
+                    let project: String = row.get(3)?;
+                    let channel: String = row.get(4)?;
+                    let source = source_code(&row.get::<_, String>(5)?);
+                    writer.push(&Row {
+                        id: row.get(0)?,
+                        created_at: row.get(1)?,
+                        scope: IndexScope {
+                            agent: &agent,
+                            project: &project,
+                            channel: &channel,
+                            source: &source,
+                        },
+                        vector: &vector,
+                    })?;
+                    done += 1;
+                    if done.is_multiple_of(1024) {
+                        progress(done, total);
+                    }
                 }
-            }
-            drop(rows);
-            drop(stmt);
-            let summary = writer.finish()?;
-            progress(done, total.max(done));
-            tx.commit()?;
-            Ok((head, summary))
-        })?;
+                drop(rows);
+                drop(stmt);
+                let summary = writer.finish()?;
+                progress(done, total.max(done));
+                tx.commit()?;
+                Ok((head, summary))
+            })?,
+        };
         let purged = self.read(purged_through)?;
         if purged > head {
             // A purge committed after the build's snapshot: its file may hold the agent.

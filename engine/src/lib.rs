@@ -22,6 +22,9 @@ pub mod vector;
 
 mod agent;
 mod arms;
+mod block_index;
+pub mod blocks;
+mod derived;
 mod engine;
 mod episodes;
 mod generations;
@@ -30,6 +33,7 @@ mod recall_facts;
 pub use arms::vector::VectorTableReport;
 mod listing;
 mod memories;
+pub mod nodes;
 mod persistence;
 mod portability;
 mod precision;
@@ -37,7 +41,9 @@ mod profiles;
 mod queue;
 
 pub use agent::DeleteAgentDataOutcome;
+pub use block_index::{block_row_id, split_block_row_id};
 pub use config::{EmbeddingFormat, EngineConfig};
+pub use derived::{DerivedReport, StoredBlock};
 pub use engine::Engine;
 pub use episodes::{
     ArchiveEpisodeOutcome, ArchiveEpisodeRequest, DeleteEpisodeOutcome, DeleteEpisodeRequest,

@@ -108,6 +108,9 @@ pub struct StoreOutcome {
     /// See `persisted`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dry_run: Option<bool>,
+    /// The overflow nodes and blocks the text was divided into (see `derived.rs`).
+    #[serde(flatten)]
+    pub derived: crate::derived::DerivedReport,
 }
 
 /// `update_memory`'s arguments.
@@ -138,6 +141,9 @@ pub struct UpdateMemoryOutcome {
     /// The paused shape.
     #[serde(flatten, skip_serializing_if = "Option::is_none")]
     pub no_persist: Option<NoPersist>,
+    /// The overflow nodes and blocks the new text was divided into.
+    #[serde(flatten)]
+    pub derived: crate::derived::DerivedReport,
 }
 
 /// Arguments of `delete_memory`, `lock_memory` and `unlock_memory`.
@@ -216,6 +222,7 @@ impl Engine {
                 timestamp_ahead_of_clock: None,
                 persisted: Some(false),
                 dry_run: Some(true),
+                derived: Default::default(),
             });
         }
         let valid = match self.validate_store(req) {
@@ -233,7 +240,7 @@ impl Engine {
         let embedding = self.embed_for_store(&[valid.content.as_str()]);
         let target = self.vector_target();
         let format = self.config.embedding_format;
-        self.write(|tx| {
+        let mut outcome = self.write(|tx| {
             if let Some(outcome) = probe_duplicate(tx, &scope, &req.msg_id, &valid.content)? {
                 return Ok(outcome);
             }
@@ -276,8 +283,13 @@ impl Engine {
                 timestamp_ahead_of_clock: valid.ahead.clone(),
                 persisted: None,
                 dry_run: None,
+                derived: Default::default(),
             })
-        })
+        })?;
+        if let (StoreResult::Stored, Some(StoreId::Row(id))) = (outcome.result, &outcome.id) {
+            outcome.derived = self.derived_after_write(crate::recall::Ref::mem(*id));
+        }
+        Ok(outcome)
     }
 
     /// `update_memory`: replaces the text of an unlocked memory and re-embeds it (queued when
@@ -290,6 +302,7 @@ impl Engine {
                 embedded: false,
                 truncated: None,
                 no_persist: Some(no_persist),
+                derived: Default::default(),
             });
         }
         let valid = sanitise(&req.content, self.config.max_content_chars)
@@ -298,7 +311,7 @@ impl Engine {
         let embedding = self.embed_for_store(&[valid.text.as_str()]);
         let target = self.vector_target();
         let format = self.config.embedding_format;
-        self.write(|tx| {
+        let mut outcome = self.write(|tx| {
             let owner = check_memory(tx, req.memory_id, &req.agent_id, Some("edited"))?;
             let twin: Option<i64> = tx
                 .query_row(
@@ -348,8 +361,11 @@ impl Engine {
                 embedded: embedding.is_ok(),
                 truncated: valid.truncated.then_some(true),
                 no_persist: None,
+                derived: Default::default(),
             })
-        })
+        })?;
+        outcome.derived = self.derived_after_write(crate::recall::Ref::mem(req.memory_id));
+        Ok(outcome)
     }
 
     /// `delete_memory`: deletes an unlocked memory (its FTS postings, queue entry, nodes,
@@ -490,6 +506,7 @@ fn rejected(reason: String) -> StoreOutcome {
         timestamp_ahead_of_clock: None,
         persisted: None,
         dry_run: None,
+        derived: Default::default(),
     }
 }
 
@@ -505,6 +522,7 @@ fn skipped(reason: &str, id: Option<i64>) -> StoreOutcome {
         timestamp_ahead_of_clock: None,
         persisted: None,
         dry_run: None,
+        derived: Default::default(),
     }
 }
 

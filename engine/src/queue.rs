@@ -36,6 +36,13 @@ pub struct DrainOutcome {
     /// Why the last attempt failed, when one did.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub last_error: Option<String>,
+    /// Records whose owed node and block vectors this drain filled (at most `max_rows`).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub derived_filled: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// Queues `(table, row_id)` (or records another failed attempt).
@@ -132,6 +139,7 @@ impl Engine {
             failed: 0,
             remaining: 0,
             last_error: None,
+            derived_filled: 0,
         };
         let target = self.vector_target();
         let format = self.config.embedding_format;
@@ -172,6 +180,9 @@ impl Engine {
                 outcome.last_error = Some(reason);
                 break;
             }
+        }
+        if outcome.last_error.is_none() {
+            outcome.derived_filled = self.fill_derived(max_rows)?;
         }
         outcome.remaining = self.get_queue_status()?.pending;
         Ok(outcome)

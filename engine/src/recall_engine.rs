@@ -141,6 +141,7 @@ fn read_scoped(conn: &Connection, scope: &Scope, r: Ref) -> Result<Option<Stored
                     timestamp: Some(row.get(2)?),
                     msg_id: (!msg_id.is_empty()).then_some(msg_id),
                     resolved: None,
+                    ..StoredContent::default()
                 })
             })
             .optional()?,
@@ -155,6 +156,7 @@ fn read_scoped(conn: &Connection, scope: &Scope, r: Ref) -> Result<Option<Stored
                     timestamp: row.get(1)?,
                     msg_id: None,
                     resolved: Some(row.get::<_, i64>(2)? != 0),
+                    ..StoredContent::default()
                 })
             })
             .optional()?,
@@ -379,7 +381,11 @@ impl Engine {
     ) -> Result<ContentsResponse> {
         let scope = Self::read_scope(agent_id, project_id, channel);
         let requests = parse_requests(refs)?;
-        self.read(|conn| get_contents(requests, BUDGET_CHARS, |r| read_scoped(conn, &scope, r)))
+        self.read(|conn| {
+            get_contents(requests, BUDGET_CHARS, |r| {
+                crate::derived::with_ranges(conn, r, read_scoped(conn, &scope, r)?)
+            })
+        })
     }
 
     /// Calibrates the gate for `agent_id` from its stored vectors (newest

@@ -210,7 +210,8 @@ struct TableSearch<'a> {
 impl TableSearch<'_> {
     fn kind(&self) -> fn(i64) -> Ref {
         match self.table {
-            IndexTable::Memories => Ref::mem,
+            // Blocks are never in `IndexTable::ALL`, so recall never searches them here.
+            IndexTable::Memories | IndexTable::Blocks => Ref::mem,
             IndexTable::Episodes => Ref::ep,
         }
     }

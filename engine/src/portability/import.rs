@@ -507,6 +507,7 @@ fn apply(
                     continue;
                 }
                 outcome.imported_memories += 1;
+                crate::derived::write_offsets(tx, crate::recall::Ref::mem(tx.last_insert_rowid()))?;
                 finish_embedding(tx, "memories", &axes.agent_id, embedding, outcome)?;
             }
             Record::Episode {
@@ -542,6 +543,7 @@ fn apply(
                     resolved, created_at_ms, blob, model, dim, tag,
                 ])?;
                 outcome.imported_episodes += 1;
+                crate::derived::write_offsets(tx, crate::recall::Ref::ep(tx.last_insert_rowid()))?;
                 finish_embedding(tx, "episodes", &axes.agent_id, embedding, outcome)?;
             }
             Record::Profile {

@@ -1,6 +1,9 @@
 //! The pure part of `get_contents`: parse and validate the requested refs (`mem:<id>`,
-//! `ep:<id>`, optionally `{ref, span: [start, end]}` in characters), fetch each through the
-//! caller's scoped fetcher, cut spans, and spend the character budget. A ref that does not
+//! `ep:<id>`, optionally `{ref, span: [start, end]}` in characters, `{ref, node: i | [a, b]}`
+//! or `{ref, block: i | [a, b]}`, inclusive indices into the record's derived sets), fetch
+//! each through the caller's scoped fetcher, cut the range exactly, and spend the character
+//! budget. A node or block range is served only when the stored set partitions the text
+//! exactly; otherwise it is listed as unresolved with the reason. A ref that does not
 //! resolve in the caller's scope is reported, never served from anywhere else.
 //!
 //! Limits as CPersona ships them: at most 20 refs, 40,000 characters counted over each
@@ -35,6 +38,10 @@ pub struct StoredContent {
     pub msg_id: Option<String>,
     /// Episodes: whether resolved.
     pub resolved: Option<bool>,
+    /// The overflow nodes' `[start, end)` character offsets, in node order (empty: none).
+    pub nodes: Vec<(usize, usize)>,
+    /// The blocks' `[start, end)` character offsets, in block order (empty: none).
+    pub blocks: Vec<(usize, usize)>,
 }
 
 /// Why a ref came back unresolved.
@@ -51,10 +58,16 @@ pub enum UnresolvedReason {
     InvalidRange,
     /// The span starts at or past the end of the text.
     SpanOutOfRange,
-    /// A node range was asked; this store keeps no node set.
+    /// A node range was asked; the record has no node set that partitions its text (it fits
+    /// the window, or its nodes are not built yet).
     NoCurrentNodes,
-    /// A block range was asked; this store keeps no block set.
+    /// The node range runs past the record's last node.
+    NodeOutOfRange,
+    /// A block range was asked; the record has no block set that partitions its text (one
+    /// block only, or not divided yet).
     NoCurrentBlocks,
+    /// The block range runs past the record's last block.
+    BlockOutOfRange,
     /// The `revision` does not match the stored text.
     StaleRevision,
 }
@@ -76,6 +89,26 @@ pub struct ServedRange {
     pub span: [usize; 2],
     /// The stored text's length in characters.
     pub content_len: usize,
+    /// The inclusive node range served, when a node range was asked.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub node: Option<[usize; 2]>,
+    /// The inclusive block range served, when a block range was asked.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub block: Option<[usize; 2]>,
+    /// How many nodes or blocks the record has, with `node`/`block`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub of: Option<usize>,
+}
+
+/// The range a request asks for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RangeAsked {
+    /// `[start, end)` in characters.
+    Span(usize, usize),
+    /// Inclusive node indices.
+    Node(usize, usize),
+    /// Inclusive block indices.
+    Block(usize, usize),
 }
 
 /// One served item.
@@ -131,8 +164,8 @@ pub struct ContentRequest {
     pub sent: Value,
     /// The ref.
     pub r#ref: Ref,
-    /// The span asked, `[start, end)` in characters.
-    pub span: Option<(usize, usize)>,
+    /// The range asked.
+    pub range: Option<RangeAsked>,
     /// The revision asked (`sha256(text)[:12]`, hex).
     pub revision: Option<String>,
 }
@@ -234,7 +267,7 @@ fn parse_entry(entry: &Value) -> Result<ContentRequest, Unresolved> {
         r#ref: ref_text.to_owned(),
         reason,
     };
-    let mut span = None;
+    let mut range = None;
     let mut revision = None;
     if let Some(map) = object {
         let asked: Vec<&str> = ["span", "node", "block"]
@@ -244,16 +277,14 @@ fn parse_entry(entry: &Value) -> Result<ContentRequest, Unresolved> {
         if asked.len() > 1 {
             return Err(range_error(UnresolvedReason::InvalidRange));
         }
-        match asked.first().copied() {
-            Some("node") => return Err(range_error(UnresolvedReason::NoCurrentNodes)),
-            Some("block") => return Err(range_error(UnresolvedReason::NoCurrentBlocks)),
-            Some(_) => {
-                span = Some(
-                    parse_span(&map["span"])
-                        .ok_or_else(|| range_error(UnresolvedReason::InvalidRange))?,
-                )
-            }
-            None => {}
+        if let Some(&key) = asked.first() {
+            let value = &map[key];
+            let parsed = match key {
+                "span" => parse_span(value).map(|(a, b)| RangeAsked::Span(a, b)),
+                "node" => parse_indices(value).map(|(a, b)| RangeAsked::Node(a, b)),
+                _ => parse_indices(value).map(|(a, b)| RangeAsked::Block(a, b)),
+            };
+            range = Some(parsed.ok_or_else(|| range_error(UnresolvedReason::InvalidRange))?);
         }
         match map.get("revision") {
             None | Some(Value::Null) => {}
@@ -264,9 +295,42 @@ fn parse_entry(entry: &Value) -> Result<ContentRequest, Unresolved> {
     Ok(ContentRequest {
         sent: entry.clone(),
         r#ref,
-        span,
+        range,
         revision,
     })
+}
+
+/// One index, or an inclusive `[first, last]` pair with `first ≤ last`.
+fn parse_indices(value: &Value) -> Option<(usize, usize)> {
+    if let Some(index) = value.as_u64() {
+        let index = usize::try_from(index).ok()?;
+        return Some((index, index));
+    }
+    parse_span(value)
+}
+
+/// The character range of parts `first..=last` of `set`, when `set` partitions a text of
+/// `len` characters exactly (contiguous, from 0 to `len`).
+fn set_range(
+    set: &[(usize, usize)],
+    len: usize,
+    first: usize,
+    last: usize,
+    none: UnresolvedReason,
+    out_of_range: UnresolvedReason,
+) -> Result<(usize, usize), UnresolvedReason> {
+    let partitions = !set.is_empty()
+        && set[0].0 == 0
+        && set.last().is_some_and(|p| p.1 == len)
+        && set.windows(2).all(|w| w[0].1 == w[1].0)
+        && set.iter().all(|p| p.0 < p.1);
+    if !partitions {
+        return Err(none);
+    }
+    if last >= set.len() {
+        return Err(out_of_range);
+    }
+    Ok((set[first].0, set[last].1))
 }
 
 fn parse_span(value: &Value) -> Option<(usize, usize)> {
@@ -282,19 +346,61 @@ fn serve(request: &ContentRequest, stored: StoredContent) -> Result<ContentItem,
     {
         return Err(UnresolvedReason::StaleRevision);
     }
-    let (content, range) = match request.span {
-        Some((start, end)) => {
-            let content_len = stored.text.chars().count();
+    let content_len = stored.text.chars().count();
+    let (start, end, node, block, of) = match request.range {
+        None => (0, 0, None, None, None),
+        Some(RangeAsked::Span(start, end)) => {
             if start >= content_len {
                 return Err(UnresolvedReason::SpanOutOfRange);
             }
-            let end = end.min(content_len);
+            (start, end.min(content_len), None, None, None)
+        }
+        Some(RangeAsked::Node(first, last)) => {
+            let (start, end) = set_range(
+                &stored.nodes,
+                content_len,
+                first,
+                last,
+                UnresolvedReason::NoCurrentNodes,
+                UnresolvedReason::NodeOutOfRange,
+            )?;
+            (
+                start,
+                end,
+                Some([first, last]),
+                None,
+                Some(stored.nodes.len()),
+            )
+        }
+        Some(RangeAsked::Block(first, last)) => {
+            let (start, end) = set_range(
+                &stored.blocks,
+                content_len,
+                first,
+                last,
+                UnresolvedReason::NoCurrentBlocks,
+                UnresolvedReason::BlockOutOfRange,
+            )?;
+            (
+                start,
+                end,
+                None,
+                Some([first, last]),
+                Some(stored.blocks.len()),
+            )
+        }
+    };
+    let (content, range) = match request.range {
+        Some(_) => {
             let text: String = stored.text.chars().skip(start).take(end - start).collect();
             (
                 text,
                 Some(ServedRange {
                     span: [start, end],
                     content_len,
+                    node,
+                    block,
+                    of,
                 }),
             )
         }

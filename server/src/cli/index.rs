@@ -14,6 +14,7 @@ pub(crate) fn rebuild(config: &Config, table: Option<Table>) -> Result<(), RunEr
     let tables: Vec<IndexTable> = match table {
         Some(Table::Memories) => vec![IndexTable::Memories],
         Some(Table::Episodes) => vec![IndexTable::Episodes],
+        Some(Table::Blocks) => vec![IndexTable::Blocks],
         None => IndexTable::ALL.to_vec(),
     };
     let style = ProgressStyle::with_template("{prefix:>9} [{bar:40}] {pos}/{len} rows {elapsed}")

@@ -93,6 +93,8 @@ pub enum IndexAction {
 pub enum Table {
     Memories,
     Episodes,
+    /// The block generation (`<db>.blocks.gen`); built only when asked for.
+    Blocks,
 }
 
 /// `model` actions.

@@ -405,3 +405,49 @@ fn recall_precision_round_trip_and_stale_index_warning() {
     // 12 of 40 rows changed since the generation: 30% > the default 20%.
     assert!(stale(last), "{last}");
 }
+
+/// Blocks end to end through MCP: `store` reports the division, `get_contents` serves a block
+/// range exactly and lists a node range of a record without nodes as unresolved, and
+/// `index rebuild --table blocks` builds the block generation.
+#[test]
+fn store_reports_blocks_and_get_contents_serves_block_ranges() {
+    let dir = tempfile::tempdir().unwrap();
+    let text =
+        "The harbor opened at dawn. Boats left early.\nLanterns (red. green.) hung on masts.";
+    let first = call_tools(
+        dir.path(),
+        &[("store", json!({"agent_id": "a", "content": text}))],
+    );
+    assert_eq!(first[0]["blocks"], 3, "{}", first[0]);
+    assert!(first[0].get("nodes").is_none(), "{}", first[0]);
+    let r = format!("mem:{}", first[0]["id"].as_i64().unwrap());
+    let bodies = call_tools(
+        dir.path(),
+        &[(
+            "get_contents",
+            json!({"agent_id": "a", "refs": [
+                {"ref": r, "block": [1, 2]},
+                {"ref": r, "node": 0},
+                {"ref": r, "block": 3},
+            ]}),
+        )],
+    );
+    let body = &bodies[0];
+    assert_eq!(
+        body["items"][0]["content"], " Boats left early.\nLanterns (red. green.) hung on masts.",
+        "{body}"
+    );
+    assert_eq!(body["items"][0]["range"]["block"], json!([1, 2]), "{body}");
+    assert_eq!(body["items"][0]["range"]["of"], 3, "{body}");
+    assert_eq!(
+        body["unresolved"],
+        json!([{"ref": r, "reason": "no_current_nodes"}, {"ref": r, "reason": "block_out_of_range"}]),
+        "{body}"
+    );
+    let rebuilt: Value = serde_json::from_str(&run_ok(
+        cpersona_in(dir.path()).args(["index", "rebuild", "--table", "blocks"]),
+    ))
+    .unwrap();
+    assert_eq!(rebuilt[0]["table"], "blocks", "{rebuilt}");
+    assert_eq!(rebuilt[0]["rows"], 3, "{rebuilt}");
+}

@@ -131,3 +131,58 @@ fn a_fetch_error_is_returned() {
     });
     assert_eq!(got, Err("db down"));
 }
+
+#[test]
+fn node_and_block_ranges_need_an_exact_partition() {
+    let text = "alpha beta gamma";
+    let rows: HashMap<Ref, StoredContent> = [
+        (
+            Ref::mem(1),
+            StoredContent {
+                text: text.into(),
+                nodes: vec![(0, 6), (6, 16)],
+                blocks: vec![(0, 5), (5, 10), (10, 16)],
+                ..Default::default()
+            },
+        ),
+        (
+            // A gap between blocks: not a partition, so not served.
+            Ref::mem(2),
+            StoredContent {
+                text: text.into(),
+                nodes: vec![(0, 6)],
+                blocks: vec![(0, 5), (6, 16)],
+                ..Default::default()
+            },
+        ),
+    ]
+    .into_iter()
+    .collect();
+    let refs = json!([{"ref": "mem:1", "node": 1}, {"ref": "mem:1", "block": [0, 1]},
+        {"ref": "mem:1", "block": 3}, {"ref": "mem:2", "block": 0}, {"ref": "mem:2", "node": 0},
+        {"ref": "mem:1", "node": [1, 0]}, {"ref": "mem:1", "block": "x"}]);
+    let requests = parse_requests(refs.as_array().expect("array")).expect("valid");
+    let got = get_contents(requests, 40_000, |r| {
+        Ok::<_, Infallible>(rows.get(&r).cloned())
+    })
+    .expect("served");
+    let contents: Vec<&str> = got.items.iter().map(|i| i.content.as_str()).collect();
+    assert_eq!(contents, vec!["beta gamma", "alpha beta"]);
+    let range = got.items[1].range.as_ref().expect("range");
+    assert_eq!(
+        (range.span, range.block, range.of),
+        ([0, 10], Some([0, 1]), Some(3))
+    );
+    let reasons: Vec<UnresolvedReason> = got.unresolved.iter().map(|u| u.reason).collect();
+    use UnresolvedReason::*;
+    assert_eq!(
+        reasons,
+        vec![
+            BlockOutOfRange,
+            NoCurrentBlocks,
+            NoCurrentNodes,
+            InvalidRange,
+            InvalidRange
+        ]
+    );
+}
