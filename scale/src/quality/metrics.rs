@@ -20,7 +20,8 @@ pub fn ndcg_at_k(ranked: &[&str], relevant: &HashSet<&str>, k: usize) -> f64 {
         .enumerate()
         .filter(|(_, id)| relevant.contains(*id) && seen.insert(**id))
         .map(|(i, _)| gain(i))
-        .sum();
+        // A fold from +0.0: `sum` of nothing is -0.0, which prints as "-0.00".
+        .fold(0.0, |acc, g| acc + g);
     let idcg: f64 = (0..ideal_n).map(gain).sum();
     dcg / idcg
 }

@@ -43,6 +43,8 @@ fn ndcg_matches_hand_computed_cases() {
     late.push("a");
     assert!(close(ndcg_at_k(&late, &rel(&["a"]), 10), 0.0));
     assert!(close(ndcg_at_k(&["a"], &rel(&[]), 10), 0.0));
+    // No hit is +0, not -0 (which a report prints as "-0.00").
+    assert!(ndcg_at_k(&["x"], &rel(&["a"]), 10).is_sign_positive());
 }
 
 #[test]
