@@ -1,3 +1,6 @@
+//! Tests of the quality harness: the metrics on hand-computed cases, the date parser, the BEIR
+//! loader on the tiny fixture, and both tracks end to end on it with the hash embedder.
+
 use std::collections::HashSet;
 use std::path::Path;
 
