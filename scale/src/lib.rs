@@ -4,6 +4,7 @@
 #![forbid(unsafe_code)]
 
 pub mod corpus;
+pub mod quality;
 pub mod report;
 
 pub use corpus::{Corpus, CorpusConfig, CorpusRow};
