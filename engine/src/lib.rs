@@ -14,6 +14,7 @@ pub mod db;
 pub mod embed;
 pub mod error;
 pub mod recall;
+pub mod reconstruct;
 pub mod scope;
 pub mod source;
 pub mod text;
@@ -26,6 +27,7 @@ mod engine;
 mod episodes;
 mod generations;
 mod recall_engine;
+mod reconstruct_engine;
 pub use arms::vector::VectorTableReport;
 mod listing;
 mod memories;
@@ -35,7 +37,7 @@ mod profiles;
 mod queue;
 
 pub use agent::DeleteAgentDataOutcome;
-pub use config::{EmbeddingFormat, EngineConfig};
+pub use config::{EmbeddingFormat, EngineConfig, ReconstructConfig};
 pub use engine::Engine;
 pub use episodes::{
     ArchiveEpisodeOutcome, ArchiveEpisodeRequest, DeleteEpisodeOutcome, DeleteEpisodeRequest,
@@ -59,4 +61,5 @@ pub use recall_engine::{
     CALIBRATION_SAMPLE_ROWS, CalibrationOutcome, MAX_MEMORIES, POOL_COUNT_CAP, PREFILTER_MIN_ROWS,
     RecallQuery, RecallResult, RecallTimings, SCORING_VERSION, VectorReport,
 };
+pub use reconstruct_engine::{GRAPH_ROW_CAP, ReconstructRequest, ReconstructResult};
 pub use scope::Scope;

@@ -34,6 +34,7 @@ pub(crate) fn engine_config(config: &Config) -> EngineConfig {
     engine.recall.rrf_k = recall.rrf_k as f64;
     engine.recall.gate.enabled = recall.fused_gate_enabled;
     engine.recall.shape.preview_chars = usize::try_from(recall.preview_chars).unwrap_or(usize::MAX);
+    engine.reconstruct = config.reconstruct.engine(recall.preview_chars);
     engine
 }
 
