@@ -225,16 +225,10 @@ pub struct ReconstructSettings {
 }
 
 impl ReconstructSettings {
-    /// The engine's reconstruct settings; `preview_chars` (the preview tier, 0 = off) sizes
-    /// the excerpts of other claims, the shipped 500 when the tier is off. The values were
-    /// range-checked when parsed, so the conversions saturate only past any real setting.
+    /// The engine's settings; excerpts take the preview size (500 when the tier is off).
     pub fn engine(&self, preview_chars: u64) -> cpersona_engine::ReconstructConfig {
         let size = |v: u64| usize::try_from(v).unwrap_or(usize::MAX);
-        let excerpt = if preview_chars == 0 {
-            500
-        } else {
-            preview_chars
-        };
+        let excerpt = [preview_chars, 500][usize::from(preview_chars == 0)];
         cpersona_engine::ReconstructConfig {
             default_count: size(self.default_count),
             max_count: size(self.max_count),
@@ -242,8 +236,7 @@ impl ReconstructSettings {
             top_k: size(self.top_k),
             max_hops: size(self.max_hops),
             max_evidence: size(self.max_evidence),
-            adjacency_ms: i64::try_from(self.adjacency_seconds.saturating_mul(1_000))
-                .unwrap_or(i64::MAX),
+            adjacency_ms: i64::try_from(self.adjacency_seconds * 1_000).unwrap_or(i64::MAX),
             quote_chars: size(self.quote_chars),
             full_quotes: size(self.full_quotes),
             tail_quote_chars: size(self.tail_quote_chars),
@@ -254,7 +247,6 @@ impl ReconstructSettings {
         }
     }
 }
-
 /// The default database path: `<user data dir>/cpersona/cpersona.db`, else `./cpersona.db`.
 fn default_db_path() -> PathBuf {
     dirs::data_dir()
