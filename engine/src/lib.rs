@@ -14,6 +14,7 @@ pub mod db;
 pub mod embed;
 pub mod error;
 pub mod recall;
+pub mod reconstruct;
 pub mod scope;
 pub mod source;
 pub mod text;
@@ -30,6 +31,7 @@ mod episodes;
 mod generations;
 mod recall_engine;
 mod recall_facts;
+mod reconstruct_engine;
 pub use arms::vector::VectorTableReport;
 mod listing;
 mod memories;
@@ -42,7 +44,7 @@ mod queue;
 
 pub use agent::DeleteAgentDataOutcome;
 pub use block_index::{block_row_id, split_block_row_id};
-pub use config::{EmbeddingFormat, EngineConfig};
+pub use config::{EmbeddingFormat, EngineConfig, ReconstructConfig};
 pub use derived::{DerivedReport, StoredBlock};
 pub use engine::Engine;
 pub use episodes::{
@@ -68,4 +70,5 @@ pub use recall_engine::{
     CALIBRATION_SAMPLE_ROWS, CalibrationOutcome, MAX_MEMORIES, POOL_COUNT_CAP, PREFILTER_MIN_ROWS,
     RecallQuery, RecallResult, RecallTimings, SCORING_VERSION, VectorReport,
 };
+pub use reconstruct_engine::{GRAPH_ROW_CAP, ReconstructRequest, ReconstructResult};
 pub use scope::Scope;

@@ -227,6 +227,29 @@ pub struct ReconstructSettings {
     pub forced_budget: Option<u64>,
 }
 
+impl ReconstructSettings {
+    /// The engine's settings; excerpts take the preview size (500 when the tier is off).
+    pub fn engine(&self, preview_chars: u64) -> cpersona_engine::ReconstructConfig {
+        let size = |v: u64| usize::try_from(v).unwrap_or(usize::MAX);
+        let excerpt = [preview_chars, 500][usize::from(preview_chars == 0)];
+        cpersona_engine::ReconstructConfig {
+            default_count: size(self.default_count),
+            max_count: size(self.max_count),
+            forced_count: self.forced_count.map(size),
+            top_k: size(self.top_k),
+            max_hops: size(self.max_hops),
+            max_evidence: size(self.max_evidence),
+            adjacency_ms: i64::try_from(self.adjacency_seconds * 1_000).unwrap_or(i64::MAX),
+            quote_chars: size(self.quote_chars),
+            full_quotes: size(self.full_quotes),
+            tail_quote_chars: size(self.tail_quote_chars),
+            excerpt_chars: size(excerpt),
+            default_budget: size(self.default_budget),
+            max_budget: size(self.max_budget),
+            forced_budget: self.forced_budget.map(size),
+        }
+    }
+}
 /// The default database path: `<user data dir>/cpersona/cpersona.db`, else `./cpersona.db`.
 fn default_db_path() -> PathBuf {
     dirs::data_dir()

@@ -48,6 +48,7 @@ pub(crate) fn engine_config(config: &Config) -> EngineConfig {
     confidence.decay_ceil = recall.decay_ceil;
     confidence.recall_boost = recall.recall_boost;
     confidence.boost_decay_rate = recall.boost_decay_rate;
+    engine.reconstruct = config.reconstruct.engine(recall.preview_chars);
     engine
 }
 

@@ -16,7 +16,7 @@ use serde_json::{Map, Value, json};
 
 use crate::config::{Precision, RecallSettings};
 use crate::mcp::backend::{ToolBackend, ToolError, ToolResult};
-use crate::mcp::{engine_recall, wire};
+use crate::mcp::{engine_recall, engine_reconstruct, wire};
 use cpersona_engine::precision_label;
 
 /// Answers every tool from one [`Engine`].
@@ -150,6 +150,10 @@ impl ToolBackend for EngineBackend {
 
     fn recall(&self, args: wire::RecallArgs) -> ToolResult {
         engine_recall::recall_args(self, args)
+    }
+
+    fn reconstruct(&self, args: wire::ReconstructArgs) -> ToolResult {
+        engine_reconstruct::reconstruct(self, args)
     }
 
     fn recall_with_context(&self, args: wire::RecallWithContextArgs) -> ToolResult {

@@ -6,6 +6,7 @@ pub mod backend;
 pub mod engine_backend;
 pub(crate) mod engine_health;
 mod engine_recall;
+mod engine_reconstruct;
 mod tools;
 pub(crate) mod validate;
 pub mod wire;
@@ -31,7 +32,7 @@ cpersona is your long-term memory: one store per agent_id that outlives this con
 - At the start of a session, and whenever the user refers to something from an earlier \
 session, call `recall` with what you need (the LAST message in the result is the most \
 relevant; rows cut to a preview carry a `ref`: pass refs to `get_contents` for whole text). \
-`reconstruct`, where this server offers it, returns the same evidence bundled with provenance.
+`reconstruct` returns the same evidence bundled into items with provenance (quoted, never composed).
 - Call `store` for durable facts, decisions, preferences and commitments worth having in a \
 later session, one self-contained statement each; do not store small talk or what is \
 already stored.
@@ -60,6 +61,7 @@ impl McpServer {
     pub fn all_tools() -> ToolRouter<McpServer> {
         McpServer::memory_router()
             + McpServer::recall_router()
+            + McpServer::reconstruct_router()
             + McpServer::episode_router()
             + McpServer::profile_router()
             + McpServer::portability_router()

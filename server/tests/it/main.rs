@@ -11,5 +11,6 @@ mod fake;
 mod http;
 mod mcp;
 mod py;
+mod reconstruct;
 mod schemas;
 mod tidy;

@@ -67,6 +67,7 @@ const EXPECTED_TOOLS: &[&str] = &[
     "persistence_status",
     "recall",
     "recall_with_context",
+    "reconstruct",
     "resume_persistence",
     "set_recall_precision",
     "store",

@@ -11,3 +11,4 @@ mod portability;
 mod profile;
 mod quality;
 mod recall;
+mod reconstruct;

@@ -1,4 +1,4 @@
-//! Tools whose engine part has not landed: reconstruct, declare_associations, traverse. Their
+//! Tools whose engine part has not landed: declare_associations, traverse. Their
 //! router is built but not summed into the server until their issues land
 //! (`McpServer::pending_router`); the schema test snapshots them already.
 
@@ -6,13 +6,8 @@ use rmcp::model::{CallToolResult, JsonObject};
 use rmcp::{tool, tool_router};
 
 use crate::mcp::validate::input_schema;
-use crate::mcp::{McpServer, always_load, wire};
+use crate::mcp::{McpServer, wire};
 
-const RECONSTRUCT: &str = "Reconstruct what is known about `query` from an agent's memory: \
-evidence bundled into items with provenance (`head_ref`, `claims` with refs and dates), quoted, \
-never composed. Call at session start and for questions about earlier sessions. `count` items \
-(default from the server), `budget` characters of quotes, `mode` lite|pro. Returns {items, \
-effective_count, returned_count, shortfall_reason?, ...}.";
 const DECLARE: &str = "Declare entities and relations (`associations`) an agent's records \
 mention, optionally anchored to a record (`anchor_ref`), or `retract` earlier ones. Returns \
 {ok, result, entities, mentions, relations, dropped}.";
@@ -22,18 +17,6 @@ bounds?}.";
 
 #[tool_router(router = pending_router, vis = "pub")]
 impl McpServer {
-    #[tool(
-        name = "reconstruct",
-        description = RECONSTRUCT,
-        input_schema = input_schema::<wire::ReconstructArgs>(),
-        meta = always_load(),
-        annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
-    )]
-    async fn reconstruct(&self, args: JsonObject) -> CallToolResult {
-        self.call("reconstruct", args, |b, a| b.reconstruct(a))
-            .await
-    }
-
     #[tool(
         name = "declare_associations",
         description = DECLARE,

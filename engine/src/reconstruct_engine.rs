@@ -1,0 +1,322 @@
+//! `Engine::reconstruct`: candidates from `Engine::recall` at the reconstruct candidate depth
+//! (`top_k`, never derived from the count), each candidate's context and the declared
+//! relations read within the caller's `Scope`, then the pure stages of `reconstruct/`.
+//!
+//! Must never write (this is a read path), read a row outside the caller's scope, or let the
+//! count reach the recall call.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Instant;
+
+use rusqlite::types::Value;
+use rusqlite::{Connection, OptionalExtension};
+use serde::Serialize;
+
+use crate::engine::Engine;
+use crate::error::Result;
+use crate::recall::{Ref, RefKind};
+use crate::reconstruct::assemble::{Request, assemble_with};
+use crate::reconstruct::bundle::{Candidate, DeclaredLink, EntityGraph};
+use crate::reconstruct::window::candidate_limit_with;
+use crate::reconstruct::{Mutation, ReconstructResponse, window};
+use crate::scope::Scope;
+use crate::{RecallQuery, config::ReconstructConfig};
+
+/// Entity relations and mentions read per call at most: the walk's own bound on a large
+/// declared graph (the walk reports `max_hops` when it stopped an edge, and this cap is
+/// reported as an advisory when it cut).
+pub const GRAPH_ROW_CAP: usize = 10_000;
+
+/// A reconstruct as an agent asks it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ReconstructRequest {
+    /// The agent (required).
+    pub agent_id: String,
+    /// `None` = no project filter, `X` = X plus the global pool.
+    pub project_id: Option<String>,
+    /// `None` = no channel filter, `X` = X plus channel-less rows.
+    pub channel: Option<String>,
+    /// What to reconstruct.
+    pub query: String,
+    /// Items asked; `None` = the server default.
+    pub count: Option<usize>,
+    /// Candidate rows asked of recall; `None` = the configured `top_k`.
+    pub top_k: Option<usize>,
+    /// Relation hops; `None` = configured.
+    pub max_hops: Option<usize>,
+    /// Claims per item; `None` = configured.
+    pub max_evidence: Option<usize>,
+    /// Characters of quoted text; `None` = the default budget.
+    pub budget: Option<usize>,
+    /// Halves recall's gate.
+    pub deep: bool,
+    /// The full audit.
+    pub trace: bool,
+}
+
+/// A reconstruct's answer: the response body, recall's notices and where the time went.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ReconstructResult {
+    /// The response body.
+    pub response: ReconstructResponse,
+    /// Recall's notices, forwarded.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub advisories: Vec<String>,
+    /// Milliseconds in recall.
+    pub recall_ms: f64,
+    /// Milliseconds reading contexts, bundling, quoting and allocating.
+    pub assemble_ms: f64,
+}
+
+fn ms(since: Instant) -> f64 {
+    since.elapsed().as_secs_f64() * 1000.0
+}
+
+/// `(type, id)` of a stored source object, when both are strings.
+fn source_key(text: &str) -> Option<(String, String)> {
+    let v: serde_json::Value = serde_json::from_str(text).ok()?;
+    let kind = v.get("type")?.as_str()?;
+    let id = v.get("id")?.as_str()?;
+    Some((kind.to_owned(), id.to_owned()))
+}
+
+/// Reads one candidate's context within `scope`; `None` when outside it or gone.
+fn read_candidate(conn: &Connection, scope: &Scope, r: Ref) -> Result<Option<Candidate>> {
+    let (pred, mut params) = scope.predicate("");
+    params.push(Value::Integer(r.id));
+    let row = match r.kind {
+        RefKind::Mem => conn
+            .prepare_cached(&format!(
+                "SELECT project_id, channel, msg_id, content, source, timestamp, timestamp_ms \
+                 FROM memories WHERE {pred} AND id = ?"
+            ))?
+            .query_row(rusqlite::params_from_iter(params), |row| {
+                Ok(Candidate {
+                    r#ref: Some(r),
+                    project: row.get(0)?,
+                    channel: row.get(1)?,
+                    msg_id: row.get(2)?,
+                    text: row.get(3)?,
+                    source: source_key(&row.get::<_, String>(4)?),
+                    as_of: Some(row.get(5)?),
+                    ts_ms: Some(row.get(6)?),
+                    span: None,
+                })
+            })
+            .optional()?,
+        RefKind::Ep => conn
+            .prepare_cached(&format!(
+                "SELECT project_id, channel, summary, start_time, start_ms, end_ms \
+                 FROM episodes WHERE {pred} AND id = ?"
+            ))?
+            .query_row(rusqlite::params_from_iter(params), |row| {
+                let start: Option<i64> = row.get(4)?;
+                let end: Option<i64> = row.get(5)?;
+                Ok(Candidate {
+                    r#ref: Some(r),
+                    project: row.get(0)?,
+                    channel: row.get(1)?,
+                    msg_id: String::new(),
+                    text: row.get(2)?,
+                    source: None,
+                    as_of: row.get(3)?,
+                    ts_ms: start,
+                    span: start.map(|s| (s, end.unwrap_or(s))),
+                })
+            })
+            .optional()?,
+    };
+    Ok(row)
+}
+
+fn kind_of(text: &str) -> Option<RefKind> {
+    match text {
+        "mem" => Some(RefKind::Mem),
+        "ep" => Some(RefKind::Ep),
+        _ => None,
+    }
+}
+
+/// Declared record→record relations with both ends in `pool`, within `scope`.
+fn read_links(conn: &Connection, scope: &Scope, pool: &BTreeSet<Ref>) -> Result<Vec<DeclaredLink>> {
+    let (pred, mut params) = scope.predicate("");
+    params.push(Value::Integer(GRAPH_ROW_CAP as i64));
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT subject_kind, subject_id, predicate, object_kind, object_id FROM relations \
+         WHERE {pred} AND subject_kind IN ('mem', 'ep') AND object_kind IN ('mem', 'ep') \
+         ORDER BY declared_at_ms DESC, id DESC LIMIT ?"
+    ))?;
+    let rows = stmt.query_map(rusqlite::params_from_iter(params), |row| {
+        Ok((
+            row.get::<_, String>(0)?,
+            row.get::<_, i64>(1)?,
+            row.get::<_, String>(2)?,
+            row.get::<_, String>(3)?,
+            row.get::<_, i64>(4)?,
+        ))
+    })?;
+    let mut links = Vec::new();
+    for row in rows {
+        let (sk, sid, predicate, ok, oid) = row?;
+        let (Some(sk), Some(ok)) = (kind_of(&sk), kind_of(&ok)) else {
+            continue;
+        };
+        let (from, to) = (Ref { kind: sk, id: sid }, Ref { kind: ok, id: oid });
+        if pool.contains(&from) && pool.contains(&to) {
+            links.push(DeclaredLink {
+                from,
+                to,
+                predicate,
+            });
+        }
+    }
+    Ok(links)
+}
+
+/// The declared entity graph within `scope`: entity↔entity relations (newest first, the
+/// index being the recency) and every mention of an entity in scope. Returns whether the
+/// row cap cut it.
+fn read_graph(conn: &Connection, scope: &Scope) -> Result<(EntityGraph, bool)> {
+    let mut graph = EntityGraph::default();
+    let (pred, mut params) = scope.predicate("");
+    params.push(Value::Integer(GRAPH_ROW_CAP as i64 + 1));
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT subject_id, object_id, predicate FROM relations WHERE {pred} \
+         AND subject_kind = 'entity' AND object_kind = 'entity' \
+         ORDER BY declared_at_ms DESC, id DESC LIMIT ?"
+    ))?;
+    let edges = stmt
+        .query_map(rusqlite::params_from_iter(params), |row| {
+            Ok((
+                row.get::<_, i64>(0)?,
+                row.get::<_, i64>(1)?,
+                row.get::<_, String>(2)?,
+            ))
+        })?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    let mut cut = edges.len() > GRAPH_ROW_CAP;
+    graph.edges = edges
+        .into_iter()
+        .take(GRAPH_ROW_CAP)
+        .enumerate()
+        .map(|(n, (a, b, p))| (a, b, p, n))
+        .collect();
+    let (pred, mut params) = scope.predicate("e");
+    params.push(Value::Integer(GRAPH_ROW_CAP as i64 + 1));
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT m.entity_id, m.ref FROM entity_mentions m JOIN entities e ON e.id = m.entity_id \
+         WHERE {pred} ORDER BY m.entity_id, m.ref LIMIT ?"
+    ))?;
+    let mentions = stmt
+        .query_map(rusqlite::params_from_iter(params), |row| {
+            Ok((row.get::<_, i64>(0)?, row.get::<_, String>(1)?))
+        })?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    cut |= mentions.len() > GRAPH_ROW_CAP;
+    for (entity, text) in mentions.into_iter().take(GRAPH_ROW_CAP) {
+        let Ok(r) = text.parse::<Ref>() else {
+            continue;
+        };
+        graph.mentions.entry(r).or_default().push(entity);
+        graph.mentioned_by.entry(entity).or_default().push(r);
+    }
+    Ok((graph, cut))
+}
+
+impl Engine {
+    /// `reconstruct`: recall's candidates bundled into items with provenance, quoted
+    /// verbatim, within the window and the payload budget (design §7).
+    pub fn reconstruct(&self, req: &ReconstructRequest) -> Result<ReconstructResult> {
+        self.reconstruct_with(req, Mutation::None)
+    }
+
+    pub(crate) fn reconstruct_with(
+        &self,
+        req: &ReconstructRequest,
+        mutation: Mutation,
+    ) -> Result<ReconstructResult> {
+        let config: ReconstructConfig = self.config.reconstruct;
+        let window = window::resolve_with(&config, req.count, mutation);
+        let top_k = candidate_limit_with(&config, req.top_k, window.effective, mutation);
+        let started = Instant::now();
+        let recall = self.recall(&RecallQuery {
+            agent_id: req.agent_id.clone(),
+            project_id: req.project_id.clone(),
+            channel: req.channel.clone(),
+            query: req.query.clone(),
+            limit: top_k,
+            deep: req.deep,
+            full_content: false,
+            trace: false,
+            ..RecallQuery::default()
+        })?;
+        let recall_ms = ms(started);
+        let started = Instant::now();
+        let scope = Scope::read(
+            Some(&req.agent_id),
+            req.project_id.as_deref(),
+            req.channel.as_deref(),
+        );
+        let mut advisories = recall.advisories;
+        let response = self.read(|conn| {
+            // Recall's rows are last-is-best: the pool is best first.
+            let mut candidates = Vec::with_capacity(recall.response.messages.len());
+            for message in recall.response.messages.iter().rev() {
+                // A row gone since recall read it has no provenance left: it is excluded.
+                candidates.push(read_candidate(conn, &scope, message.r#ref)?.unwrap_or_default());
+            }
+            let pool: BTreeSet<Ref> = candidates.iter().filter_map(|c| c.r#ref).collect();
+            let links = read_links(conn, &scope, &pool)?;
+            let (graph, graph_cut) = read_graph(conn, &scope)?;
+            if graph_cut {
+                advisories.push(format!(
+                    "the declared relation graph holds more than {GRAPH_ROW_CAP} rows in scope; \
+                     the walk read the newest {GRAPH_ROW_CAP}"
+                ));
+            }
+            let mut cache: BTreeMap<Ref, Option<Candidate>> = BTreeMap::new();
+            let mut failure = None;
+            let mut fetch = |r: Ref| -> Option<Candidate> {
+                cache
+                    .entry(r)
+                    .or_insert_with(|| match read_candidate(conn, &scope, r) {
+                        Ok(row) => row,
+                        Err(err) => {
+                            failure.get_or_insert(err);
+                            None
+                        }
+                    })
+                    .clone()
+            };
+            let request = Request {
+                query: &req.query,
+                count: req.count,
+                budget: req.budget,
+                top_k,
+                max_hops: req
+                    .max_hops
+                    .unwrap_or(config.max_hops)
+                    .min(ReconstructConfig::MAX_HOPS_CEILING),
+                max_evidence: req
+                    .max_evidence
+                    .unwrap_or(config.max_evidence)
+                    .clamp(1, ReconstructConfig::MAX_EVIDENCE_CEILING),
+                trace: req.trace,
+                gate_fallback: recall.response.gate_fallback,
+            };
+            let response = assemble_with(
+                &config, &request, candidates, &links, &graph, &mut fetch, mutation,
+            );
+            match failure {
+                Some(err) => Err(err),
+                None => Ok(response),
+            }
+        })?;
+        Ok(ReconstructResult {
+            response,
+            advisories,
+            recall_ms,
+            assemble_ms: ms(started),
+        })
+    }
+}

@@ -1,0 +1,311 @@
+//! The count × budget sweep of design §9 for `reconstruct` on LoCoMo: every conversation turn
+//! stored as a row (`msg_id` = the turn's `dia_id`, `source` = the speaker, timestamp = the
+//! session's date plus 20 s per turn, since LoCoMo dates sessions, not turns) and each
+//! session's summary archived as an episode spanning its turns, so bundling actually occurs.
+//! For counts 1, 2, 4, … max and budgets from one head quote to the maximum it reports, per
+//! cell: evidence recall among the returned items' claims and among their quoted text, quoted
+//! characters carried, response bytes, latency, and the share of items with more than one
+//! claim.
+//!
+//! Run: `cargo run -p cpersona-scale --example reconstruct_sweep --profile=dev --
+//! ../shared/data/locomo/locomo10.json [QUESTIONS_PER_CONVERSATION=10] [CONVERSATIONS=10]`.
+//! The hash embedder by default; the builtin MiniLM when `CPERSONA_TEST_MODEL_DIR` names its
+//! folder.
+#![forbid(unsafe_code)]
+#![allow(clippy::print_stdout)]
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Instant;
+
+use comfy_table::Table;
+use cpersona_engine::embed::{Embedder, HashEmbedder};
+use cpersona_engine::{
+    ArchiveEpisodeRequest, Engine, EngineConfig, ReconstructConfig, ReconstructRequest, StoreId,
+    StoreRequest,
+};
+use serde_json::{Value, json};
+
+/// Seconds between two turns of one session (LoCoMo dates sessions only).
+const TURN_SECONDS: i64 = 20;
+
+/// "1:56 pm on 8 May, 2023" → "2023-05-08T13:56:00Z".
+fn session_start(text: &str) -> Option<(i64, i64, i64, i64, i64)> {
+    let (time, date) = text.split_once(" on ")?;
+    let (clock, half) = time.trim().split_once(' ')?;
+    let (h, m) = clock.split_once(':')?;
+    let mut hour: i64 = h.parse().ok()?;
+    let minute: i64 = m.parse().ok()?;
+    match half.to_ascii_lowercase().as_str() {
+        "pm" if hour < 12 => hour += 12,
+        "am" if hour == 12 => hour = 0,
+        _ => {}
+    }
+    let date = date.replace(',', "");
+    let mut parts = date.split_whitespace();
+    let day: i64 = parts.next()?.parse().ok()?;
+    let months = [
+        "january",
+        "february",
+        "march",
+        "april",
+        "may",
+        "june",
+        "july",
+        "august",
+        "september",
+        "october",
+        "november",
+        "december",
+    ];
+    let name = parts.next()?.to_ascii_lowercase();
+    let month = months.iter().position(|m| *m == name)? as i64 + 1;
+    let year: i64 = parts.next()?.parse().ok()?;
+    Some((year, month, day, hour, minute))
+}
+
+fn iso(start: (i64, i64, i64, i64, i64), plus_seconds: i64) -> String {
+    let (y, mo, d, h, mi) = start;
+    let total = h * 3600 + mi * 60 + plus_seconds;
+    // Sessions are short: the offset never crosses midnight by more than a day here; keep
+    // the arithmetic simple and clamp inside the day.
+    let total = total.min(86_399);
+    format!(
+        "{y:04}-{mo:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        total / 3600,
+        (total / 60) % 60,
+        total % 60
+    )
+}
+
+struct Question {
+    agent: String,
+    text: String,
+    evidence: BTreeSet<String>,
+}
+
+#[derive(Default)]
+struct Cell {
+    calls: usize,
+    recall_claims: f64,
+    recall_quoted: f64,
+    quoted_chars: usize,
+    bytes: usize,
+    items: usize,
+    multi: usize,
+    latencies: Vec<f64>,
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args: Vec<String> = std::env::args().collect();
+    let path = args
+        .get(1)
+        .map_or("../shared/data/locomo/locomo10.json", String::as_str);
+    let per_conversation: usize = args.get(2).map_or(Ok(10), |s| s.parse())?;
+    let conversations: usize = args.get(3).map_or(Ok(10), |s| s.parse())?;
+    let embedder: Arc<dyn Embedder> = match std::env::var_os("CPERSONA_TEST_MODEL_DIR") {
+        Some(dir) => Arc::new(cpersona_engine::embed::BuiltinEmbedder::load(Path::new(
+            &dir,
+        ))?),
+        None => Arc::new(HashEmbedder::new()),
+    };
+    let dir = std::env::temp_dir().join(format!("reconstruct_sweep_{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    let config = EngineConfig::new(dir.join("locomo.db"));
+    let limits: ReconstructConfig = config.reconstruct;
+    let engine = Engine::open(config, embedder.clone())?;
+
+    let data: Value = serde_json::from_slice(&std::fs::read(path)?)?;
+    let mut dia_of: BTreeMap<String, String> = BTreeMap::new();
+    let mut questions: Vec<Question> = Vec::new();
+    let started = Instant::now();
+    let mut rows = 0usize;
+    for sample in data
+        .as_array()
+        .ok_or("locomo: not an array")?
+        .iter()
+        .take(conversations)
+    {
+        let agent = format!("locomo-{}", sample["sample_id"].as_str().unwrap_or("x"));
+        let conversation = sample["conversation"]
+            .as_object()
+            .ok_or("no conversation")?;
+        let mut sessions: Vec<(u32, &Vec<Value>)> = conversation
+            .iter()
+            .filter_map(|(key, value)| {
+                let n = key.strip_prefix("session_")?.parse().ok()?;
+                Some((n, value.as_array()?))
+            })
+            .collect();
+        sessions.sort_by_key(|(n, _)| *n);
+        for (n, turns) in sessions {
+            let Some(start) = conversation
+                .get(&format!("session_{n}_date_time"))
+                .and_then(Value::as_str)
+                .and_then(session_start)
+            else {
+                continue;
+            };
+            for (i, turn) in turns.iter().enumerate() {
+                let (Some(text), Some(dia)) = (turn["text"].as_str(), turn["dia_id"].as_str())
+                else {
+                    continue;
+                };
+                let out = engine.store(&StoreRequest {
+                    agent_id: agent.clone(),
+                    content: text.to_owned(),
+                    msg_id: dia.to_owned(),
+                    source: Some(
+                        json!({"type": "User", "id": turn["speaker"], "name": turn["speaker"]}),
+                    ),
+                    timestamp: Some(iso(start, i as i64 * TURN_SECONDS)),
+                    ..StoreRequest::default()
+                })?;
+                if let Some(StoreId::Row(id)) = out.id {
+                    dia_of.insert(format!("{agent}/mem:{id}"), dia.to_owned());
+                    rows += 1;
+                }
+            }
+            if let Some(summary) = sample["session_summary"]
+                .get(format!("session_{n}_summary"))
+                .and_then(Value::as_str)
+            {
+                let last = turns.len().saturating_sub(1) as i64 * TURN_SECONDS;
+                engine.archive_episode(&ArchiveEpisodeRequest {
+                    agent_id: agent.clone(),
+                    summary: summary.to_owned(),
+                    history: vec![
+                        json!({"timestamp": iso(start, 0)}),
+                        json!({"timestamp": iso(start, last)}),
+                    ],
+                    ..ArchiveEpisodeRequest::default()
+                })?;
+            }
+        }
+        for qa in sample["qa"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|qa| qa["category"].as_i64() != Some(5))
+            .take(per_conversation)
+        {
+            let evidence: BTreeSet<String> = qa["evidence"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|e| e.as_str().map(str::to_owned))
+                .collect();
+            if let (Some(text), false) = (qa["question"].as_str(), evidence.is_empty()) {
+                questions.push(Question {
+                    agent: agent.clone(),
+                    text: text.to_owned(),
+                    evidence,
+                });
+            }
+        }
+    }
+    println!(
+        "stored {rows} turns of {conversations} conversations in {:.1} s with {}; {} questions",
+        started.elapsed().as_secs_f64(),
+        embedder.identity().model_id,
+        questions.len()
+    );
+
+    let mut counts = vec![1usize];
+    while counts.last().copied().unwrap_or(0) * 2 < limits.max_count {
+        counts.push(counts[counts.len() - 1] * 2);
+    }
+    counts.push(limits.max_count);
+    let mut budgets: Vec<Option<usize>> = vec![None];
+    let mut b = limits.quote_chars.max(limits.excerpt_chars);
+    while b < limits.max_budget {
+        budgets.push(Some(b));
+        b *= 2;
+    }
+    budgets.push(Some(limits.max_budget));
+
+    let mut table = Table::new();
+    table.set_header(vec![
+        "count",
+        "budget",
+        "evidence recall (claims)",
+        "evidence recall (quoted)",
+        "quoted chars",
+        "response bytes",
+        "items",
+        "items >1 claim",
+        "latency ms mean",
+        "p95",
+    ]);
+    for &count in &counts {
+        for &budget in &budgets {
+            let mut cell = Cell::default();
+            for q in &questions {
+                let t = Instant::now();
+                let result = engine.reconstruct(&ReconstructRequest {
+                    agent_id: q.agent.clone(),
+                    query: q.text.clone(),
+                    count: Some(count),
+                    budget,
+                    ..ReconstructRequest::default()
+                })?;
+                cell.latencies.push(t.elapsed().as_secs_f64() * 1000.0);
+                let body = serde_json::to_value(&result.response)?;
+                cell.bytes += body.to_string().len();
+                let dia = |r: &Value| {
+                    r.as_str()
+                        .and_then(|r| dia_of.get(&format!("{}/{r}", q.agent)))
+                        .cloned()
+                };
+                let mut claimed = BTreeSet::new();
+                let mut quoted = BTreeSet::new();
+                for item in body["items"].as_array().into_iter().flatten() {
+                    let claims = item["claims"].as_array().map_or(0, Vec::len);
+                    cell.items += 1;
+                    cell.multi += usize::from(claims > 1);
+                    for c in item["claims"].as_array().into_iter().flatten() {
+                        claimed.extend(dia(&c["ref"]));
+                    }
+                    quoted.extend(dia(&item["head_ref"]));
+                    cell.quoted_chars += item["content"].as_str().map_or(0, |s| s.chars().count());
+                    for e in item["excerpts"].as_array().into_iter().flatten() {
+                        quoted.extend(dia(&e["ref"]));
+                        cell.quoted_chars += e["content"].as_str().map_or(0, |s| s.chars().count());
+                    }
+                }
+                let found = |set: &BTreeSet<String>| {
+                    q.evidence.intersection(set).count() as f64 / q.evidence.len() as f64
+                };
+                cell.recall_claims += found(&claimed);
+                cell.recall_quoted += found(&quoted);
+                cell.calls += 1;
+            }
+            let n = cell.calls.max(1) as f64;
+            cell.latencies.sort_by(f64::total_cmp);
+            let p95 = cell
+                .latencies
+                .get(
+                    ((cell.latencies.len() as f64 * 0.95) as usize)
+                        .min(cell.latencies.len().saturating_sub(1)),
+                )
+                .copied()
+                .unwrap_or(0.0);
+            table.add_row(vec![
+                count.to_string(),
+                budget.map_or("default".into(), |b| b.to_string()),
+                format!("{:.3}", cell.recall_claims / n),
+                format!("{:.3}", cell.recall_quoted / n),
+                format!("{:.0}", cell.quoted_chars as f64 / n),
+                format!("{:.0}", cell.bytes as f64 / n),
+                format!("{:.2}", cell.items as f64 / n),
+                format!("{:.3}", cell.multi as f64 / cell.items.max(1) as f64),
+                format!("{:.2}", cell.latencies.iter().sum::<f64>() / n),
+                format!("{p95:.2}"),
+            ]);
+        }
+    }
+    println!("{table}");
+    std::fs::remove_dir_all(&dir)?;
+    Ok(())
+}
