@@ -4,6 +4,7 @@
 use serde::Serialize;
 
 use super::confidence::ConfidenceParams;
+use super::deliberate::CueConfig;
 use super::error::RecallError;
 use super::fusion::{ArmWeights, FusionMode};
 use super::gate::GateConfig;
@@ -27,6 +28,8 @@ pub struct RecallConfig {
     pub shape: ShapeConfig,
     /// Confidence constants (reported only).
     pub confidence: ConfidenceParams,
+    /// The time cue's loop bounds (used only when a recall carries a cue).
+    pub cue: CueConfig,
 }
 
 impl RecallConfig {
@@ -62,6 +65,19 @@ impl RecallConfig {
                 reason: "must be finite and >= 0",
             });
         }
+        let c = self.cue;
+        if c.depth == 0 || c.row_cap == 0 || c.max_stages == 0 {
+            return Err(RecallError::InvalidSetting {
+                name: "cue",
+                reason: "depth, row_cap and max_stages must be >= 1",
+            });
+        }
+        if !(c.max_ms.is_finite() && c.max_ms >= 0.0) {
+            return Err(RecallError::InvalidSetting {
+                name: "cue.max_ms",
+                reason: "must be finite and >= 0",
+            });
+        }
         Ok(())
     }
 }
@@ -82,6 +98,7 @@ impl Default for RecallConfig {
                 full_content_budget_chars: RecallConfig::FULL_CONTENT_BUDGET_CHARS,
             },
             confidence: ConfidenceParams::default(),
+            cue: CueConfig::default(),
         }
     }
 }
