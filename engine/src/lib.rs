@@ -66,6 +66,7 @@ pub use portability::{
 pub use precision::{PRESETS, PrecisionOutcome, precision_label};
 pub use profiles::{GetProfileOutcome, UpdateProfileOutcome, UpdateProfileRequest};
 pub use queue::{DrainOutcome, QueueStatus};
+pub use recall::cue::{CueConfidence, TimeCue};
 pub use recall_engine::{
     CALIBRATION_SAMPLE_ROWS, CalibrationOutcome, MAX_MEMORIES, POOL_COUNT_CAP, PREFILTER_MIN_ROWS,
     RecallQuery, RecallResult, RecallTimings, SCORING_VERSION, VectorReport,

@@ -9,6 +9,7 @@ use rusqlite::types::Value;
 use rusqlite::{Connection, OptionalExtension};
 use serde::Serialize;
 
+use crate::arms::envelope::{self, QueryVector};
 use crate::arms::{lexical, vector};
 use crate::engine::Engine;
 use crate::error::{Error, Result};
@@ -16,11 +17,14 @@ use crate::recall::calibrate::{CalibrationParams, calibrate};
 use crate::recall::contents::{
     BUDGET_CHARS, ContentsResponse, StoredContent, get_contents, parse_requests,
 };
+use crate::recall::cue::{Resolution, TimeCue};
+use crate::recall::deliberate::{self, CueResponse, LoopReport};
 use crate::recall::filters::{FilterReport, RowFilters};
 use crate::recall::gate::GateInput;
-use crate::recall::pipeline::RecallStages;
+use crate::recall::pipeline::{CuePlan, RecallStages};
+use crate::recall::prior::{CuePrior, Prior, PriorRow};
 use crate::recall::shape::Hydrated;
-use crate::recall::{Arm, ArmList, RecallRequest, RecallResponse, Ref, RefKind, run};
+use crate::recall::{Arm, ArmList, RecallRequest, RecallResponse, Ref, RefKind, run_cued};
 use crate::recall_facts::{ConfidenceContext, row_facts};
 use crate::scope::Scope;
 use crate::vector::{decode, format_from_tag};
@@ -65,7 +69,12 @@ pub struct RecallQuery {
     pub source_id: String,
     /// Vector hits below this cosine are dropped before fusion; `None` = no floor.
     pub min_similarity: Option<f64>,
-    /// The clock confidence measures ages against, UTC milliseconds; `None` = now.
+    /// The caller's time cue: a prior on the answer's order plus held places, never a
+    /// filter. `None` = free recall, byte for byte.
+    pub time_cue: Option<TimeCue>,
+    /// The clock a relative cue is resolved against and confidence measures ages against
+    /// (UTC ms); `None` = the system clock.
+    /// Injected by tests and the TMD harness, whose "now" is the corpus's last day.
     pub now_ms: Option<i64>,
 }
 
@@ -105,6 +114,24 @@ pub struct RecallResult {
     pub timings: RecallTimings,
     /// Hits the caller's filters removed before fusion.
     pub filtered: FilterReport,
+}
+
+/// The cue's part of one recall: the plan (absent when the cue was ignored), the response
+/// block and the loop's trace.
+struct Cued {
+    plan: Option<CuePlan>,
+    response: CueResponse,
+    report: Option<LoopReport>,
+}
+
+impl Cued {
+    fn unused(response: CueResponse) -> Cued {
+        Cued {
+            plan: None,
+            response,
+            report: None,
+        }
+    }
 }
 
 /// A stored calibration and where it came from.
@@ -193,10 +220,107 @@ impl Engine {
             .and_then(|v| v.get("threshold")?.as_f64()))
     }
 
+    /// Resolves the cue, runs the envelope fetch (the recall's second and last fetch) and the
+    /// loop, and returns the plan the pipeline applies plus the response block and trace.
+    fn cue_plan(
+        &self,
+        conn: &Connection,
+        scope: &Scope,
+        cue: &TimeCue,
+        now_ms: Option<i64>,
+        query_vector: Option<&[f32]>,
+        recall_started: Instant,
+    ) -> Result<Cued> {
+        let config = self.config.recall.cue;
+        let now = now_ms.unwrap_or_else(crate::time::now_ms);
+        let span = envelope::span(conn, scope)?;
+        let mut response = CueResponse {
+            policy: crate::recall::cue::POLICY,
+            period: None,
+            confidence: cue.confidence,
+            revised: false,
+            moved: 0,
+            seated: 0,
+            ignored: None,
+            limits: Vec::new(),
+        };
+        let period = match cue.resolve(now, span) {
+            Resolution::Period(period) => period,
+            Resolution::RecentOnly(period) => {
+                response.period = Some(period.text());
+                response.ignored = Some("recent_only");
+                return Ok(Cued::unused(response));
+            }
+            Resolution::EmptyScope => {
+                response.ignored = Some("empty_scope");
+                return Ok(Cued::unused(response));
+            }
+        };
+        let target = self.vector_target();
+        let query = query_vector.map(|vector| QueryVector {
+            vector,
+            model_id: &target.model_id,
+            dim: target.dim,
+        });
+        let fetched = envelope::fetch(
+            conn,
+            scope,
+            deliberate::fetch_envelope(period, cue.confidence),
+            query.as_ref(),
+            config.row_cap,
+        )?;
+        let outcome = deliberate::run(
+            &config,
+            period,
+            cue.confidence,
+            &fetched.rows,
+            fetched.cut,
+            || ms(recall_started),
+        );
+        let mut rows: std::collections::HashMap<Ref, PriorRow> = fetched
+            .rows
+            .iter()
+            .map(|r| {
+                (
+                    r.r#ref,
+                    PriorRow {
+                        at_ms: Some(r.at_ms),
+                        ..PriorRow::default()
+                    },
+                )
+            })
+            .collect();
+        for (rank, row) in outcome.found.iter().enumerate() {
+            if let Some(p) = rows.get_mut(&row.r#ref) {
+                p.cue_rank = Some(rank);
+            }
+        }
+        response.period = Some(outcome.envelope.text());
+        response.confidence = outcome.confidence;
+        response.revised = outcome.report.stages.len() > 1;
+        response.limits = outcome.report.limits.clone();
+        let plan = CuePlan {
+            prior: Prior::cued(CuePrior {
+                envelope: outcome.envelope,
+                max_up: outcome.confidence.lift(),
+                depth: config.depth,
+            }),
+            rows,
+            found: outcome.found,
+            seats: outcome.confidence.seats(),
+        };
+        Ok(Cued {
+            plan: Some(plan),
+            response,
+            report: Some(outcome.report),
+        })
+    }
+
     /// `recall`: embeds the query, runs the vector and lexical arms in the caller's scope,
     /// then depth → fusion → gate → count cut → hydration → shape. An embedder failure
     /// degrades to the lexical arms with an advisory; a blank query is the recency listing.
     pub fn recall(&self, q: &RecallQuery) -> Result<RecallResult> {
+        let recall_started = Instant::now();
         let config = self.config.recall;
         let depth = config.depth.per_arm();
         let scope = Self::read_scope(&q.agent_id, q.project_id.as_deref(), q.channel.as_deref());
@@ -206,6 +330,7 @@ impl Engine {
         let mut arms: Vec<ArmList> = Vec::new();
         let mut report = VectorReport::default();
         let mut keyword_fallback = false;
+        let mut query_vector: Option<Vec<f32>> = None;
 
         if !blank {
             let started = Instant::now();
@@ -232,6 +357,9 @@ impl Engine {
             timings.embed_ms = ms(started);
             match embedded {
                 Ok(vector) => {
+                    if q.time_cue.is_some() {
+                        query_vector = Some(vector.clone());
+                    }
                     let started = Instant::now();
                     let lists =
                         vector::search(self, &scope, &vector, depth, self.config.scan_window)?;
@@ -314,13 +442,25 @@ impl Engine {
                 full_content: q.full_content,
             };
             let gate_input_ms = ms(gate_started);
+            let cued = match &q.time_cue {
+                Some(cue) => Some(self.cue_plan(
+                    conn,
+                    &scope,
+                    cue,
+                    q.now_ms,
+                    query_vector.as_deref(),
+                    recall_started,
+                )?),
+                None => None,
+            };
             let mut hydrate_ms = 0.0;
             let started = Instant::now();
-            let outcome = run(
+            let mut outcome = run_cued(
                 &config,
                 &request,
                 arms,
                 &gate_input,
+                cued.as_ref().and_then(|c| c.plan.as_ref()),
                 |r| {
                     let t = Instant::now();
                     let row = match read_scoped(conn, &scope, r) {
@@ -352,6 +492,14 @@ impl Engine {
             let total = ms(started);
             if let Some(err) = failure.into_inner() {
                 return Err(err);
+            }
+            if let Some(cued) = cued {
+                let applied = outcome.stages.cue.as_ref();
+                let mut block = cued.response;
+                block.moved = applied.map_or(0, |a| a.moved);
+                block.seated = applied.map_or(0, |a| a.seated.len());
+                outcome.response.time_cue = Some(block);
+                outcome.stages.deliberation = cued.report;
             }
             Ok((outcome, total, hydrate_ms, gate_input_ms, filtered))
         })?;

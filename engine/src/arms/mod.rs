@@ -2,5 +2,6 @@
 //! lexical arms (FTS5 and the keyword fallback). They read SQLite and the index and return
 //! ranked lists; they never fuse, gate or shape.
 
+pub(crate) mod envelope;
 pub(crate) mod lexical;
 pub(crate) mod vector;

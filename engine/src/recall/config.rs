@@ -4,6 +4,7 @@
 use serde::Serialize;
 
 use super::confidence::ConfidenceParams;
+use super::deliberate::CueConfig;
 use super::error::RecallError;
 use super::fusion::{ArmWeights, FusionMode};
 use super::gate::GateConfig;
@@ -34,6 +35,8 @@ pub struct RecallConfig {
     /// `CPERSONA_RECALL_PRECISION` / `CPERSONA_FUSED_GATE_BETA`); an agent's own β, set with
     /// `set_recall_precision`, overrides it.
     pub precision_beta: f64,
+    /// The time cue's loop bounds (used only when a recall carries a cue).
+    pub cue: CueConfig,
 }
 
 impl RecallConfig {
@@ -69,6 +72,19 @@ impl RecallConfig {
                 reason: "must be finite and >= 0",
             });
         }
+        let c = self.cue;
+        if c.depth == 0 || c.row_cap == 0 || c.max_stages == 0 {
+            return Err(RecallError::InvalidSetting {
+                name: "cue",
+                reason: "depth, row_cap and max_stages must be >= 1",
+            });
+        }
+        if !(c.max_ms.is_finite() && c.max_ms >= 0.0) {
+            return Err(RecallError::InvalidSetting {
+                name: "cue.max_ms",
+                reason: "must be finite and >= 0",
+            });
+        }
         Ok(())
     }
 }
@@ -91,6 +107,7 @@ impl Default for RecallConfig {
             confidence: ConfidenceParams::default(),
             report_confidence: true,
             precision_beta: 1.0,
+            cue: CueConfig::default(),
         }
     }
 }

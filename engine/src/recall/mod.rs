@@ -5,6 +5,8 @@
 //! # Order of a pass
 //! arms (store) → [`select::RecallDepth::per_arm`] → [`fusion::fuse`] → [`gate::apply`] →
 //! count cut + hydration → [`shape::shape`]; [`pipeline::run`] chains them.
+//! With a time cue, [`deliberate`] runs the loop over the envelope fetch and
+//! [`pipeline::run_cued`] re-orders the answer by the one [`prior`] and holds the cue's seats.
 //!
 //! # Decisions that differ from CPersona
 //! - Recall Depth is the server's, never `limit` (design §4); `limit` only cuts.
@@ -21,6 +23,8 @@ pub mod candidate;
 pub mod confidence;
 pub mod config;
 pub mod contents;
+pub mod cue;
+pub mod deliberate;
 pub mod error;
 pub mod excerpt;
 pub mod filters;
@@ -29,13 +33,15 @@ pub mod fusion;
 pub mod gate;
 pub mod keyword;
 pub mod pipeline;
+pub mod prior;
 pub mod select;
 pub mod shape;
 
 pub use candidate::{Arm, ArmHit, ArmList, FusedCandidate, Ref, RefKind, Vote};
 pub use config::RecallConfig;
+pub use cue::{CueConfidence, Period, TimeCue};
 pub use error::RecallError;
-pub use pipeline::{RecallOutcome, RecallRequest, RecallResponse, run};
+pub use pipeline::{RecallOutcome, RecallRequest, RecallResponse, run, run_cued};
 
 #[cfg(test)]
 mod tests;

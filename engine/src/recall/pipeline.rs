@@ -2,13 +2,17 @@
 //! → count cut with hydration → shape. The store and index stay behind two closures, so the
 //! whole pass is testable on fixed lists.
 
+use std::collections::HashMap;
+
 use serde::Serialize;
 
 use super::candidate::{ArmList, FusedCandidate, Ref};
 use super::confidence::Confidence;
 use super::config::RecallConfig;
+use super::deliberate::{CueResponse, CueRow, LoopReport};
 use super::fusion::fuse;
-use super::gate::{self, GateDecision, GateInput, GateReport};
+use super::gate::{self, GateDecision, GateInput, GateReason, GateReport};
+use super::prior::{self, Prior, PriorRow};
 use super::select::CountCut;
 use super::shape::{Hydrated, RecallMessage, ShapeInput, shape};
 
@@ -39,6 +43,9 @@ pub struct RecallResponse {
     /// The full-content budget, present when it cut a row to its preview.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub full_content_budget_chars: Option<usize>,
+    /// The time cue as resolved and applied; absent without a cue.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub time_cue: Option<CueResponse>,
 }
 
 /// What each stage saw, for the trace.
@@ -58,6 +65,36 @@ pub struct RecallStages {
     pub order: CountCut,
     /// Gated rows the store could no longer read (deleted since the arms ran); skipped.
     pub vanished: Vec<Ref>,
+    /// What the time cue did to the answer; absent without a cue.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cue: Option<CueApplied>,
+    /// The Deliberative loop's stages, envelopes, fetches and limits; absent without a cue.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deliberation: Option<LoopReport>,
+}
+
+/// The cue's part of a pass, decided by the loop (`deliberate::run`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct CuePlan {
+    /// The prior the answer is re-ordered by (a permutation of the answer).
+    pub prior: Prior,
+    /// What the prior knows per row (rows absent: unknown, weight 1).
+    pub rows: HashMap<Ref, PriorRow>,
+    /// The envelope's rows in cue order: the seat candidates.
+    pub found: Vec<CueRow>,
+    /// Held places beyond the count.
+    pub seats: usize,
+}
+
+/// What the cue did to one pass.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CueApplied {
+    /// Rows of the answer the prior moved up (membership unchanged).
+    pub moved: usize,
+    /// Rows held beyond the count, best first.
+    pub seated: Vec<Ref>,
+    /// The answer's order before the prior, best first.
+    pub order_before: Vec<Ref>,
 }
 
 /// A whole pure recall pass.
@@ -74,8 +111,24 @@ pub struct RecallOutcome {
 pub fn run(
     config: &RecallConfig,
     request: &RecallRequest<'_>,
+    arms: Vec<ArmList>,
+    gate_input: &GateInput,
+    hydrate: impl FnMut(Ref) -> Option<Hydrated>,
+    confidence: impl FnMut(&FusedCandidate) -> Option<Confidence>,
+) -> RecallOutcome {
+    run_cued(config, request, arms, gate_input, None, hydrate, confidence)
+}
+
+/// [`run`] with the time cue's plan: after the count cut the answer is re-ordered by the
+/// plan's prior (never a membership change), then up to `seats` envelope rows not in the
+/// answer and not refused by the gate are held beyond the count (listed first: lowest
+/// relevance). `cue = None` is exactly [`run`].
+pub fn run_cued(
+    config: &RecallConfig,
+    request: &RecallRequest<'_>,
     mut arms: Vec<ArmList>,
     gate_input: &GateInput,
+    cue: Option<&CuePlan>,
     mut hydrate: impl FnMut(Ref) -> Option<Hydrated>,
     mut confidence: impl FnMut(&FusedCandidate) -> Option<Confidence>,
 ) -> RecallOutcome {
@@ -113,18 +166,28 @@ pub fn run(
             None => vanished.push(candidate.r#ref),
         }
     }
-    let (messages, budget) = shape(
+    let applied =
+        cue.map(|plan| apply_cue(plan, &gate_report, &mut kept, &mut hydrate, &mut vanished));
+    let (mut messages, budget) = shape(
         &config.shape,
         config.fusion,
         request.query,
         request.full_content,
         kept,
     );
+    if let Some(applied) = &applied {
+        for message in &mut messages {
+            if applied.seated.contains(&message.r#ref) {
+                message.match_reason.admission = Some("time_cue_seat");
+            }
+        }
+    }
     let response = RecallResponse {
         messages,
         depth: (depth != request.limit).then_some(depth),
         gate_fallback: gate_report.gate_fallback,
         full_content_budget_chars: budget,
+        time_cue: None,
     };
     let stages = RecallStages {
         depth,
@@ -137,6 +200,76 @@ pub fn run(
             cut_by_count,
         },
         vanished,
+        cue: applied,
+        deliberation: None,
     };
     RecallOutcome { response, stages }
+}
+
+/// Re-orders `kept` (best first) by the plan's prior and appends the held places.
+fn apply_cue(
+    plan: &CuePlan,
+    gate_report: &GateReport,
+    kept: &mut Vec<ShapeInput>,
+    hydrate: &mut impl FnMut(Ref) -> Option<Hydrated>,
+    vanished: &mut Vec<Ref>,
+) -> CueApplied {
+    let order_before: Vec<Ref> = kept.iter().map(|k| k.candidate.r#ref).collect();
+    let rows: Vec<PriorRow> = order_before
+        .iter()
+        .map(|r| plan.rows.get(r).copied().unwrap_or_default())
+        .collect();
+    let scores: Vec<f64> = kept.iter().map(|k| k.candidate.score).collect();
+    let order = prior::apply(&plan.prior, &rows, &scores);
+    let moved = order
+        .iter()
+        .enumerate()
+        .filter(|(new, old)| new < old)
+        .count();
+    let mut slots: Vec<Option<ShapeInput>> = kept.drain(..).map(Some).collect();
+    kept.extend(order.into_iter().filter_map(|old| slots[old].take()));
+
+    let refused: Vec<Ref> = gate_report
+        .decisions
+        .iter()
+        .filter(|d| !d.passed)
+        .map(|d| d.r#ref)
+        .collect();
+    let mut seated = Vec::new();
+    for row in &plan.found {
+        if seated.len() >= plan.seats {
+            break;
+        }
+        if order_before.contains(&row.r#ref) || refused.contains(&row.r#ref) {
+            continue;
+        }
+        match hydrate(row.r#ref) {
+            Some(hydrated) => {
+                seated.push(row.r#ref);
+                kept.push(ShapeInput {
+                    candidate: FusedCandidate {
+                        r#ref: row.r#ref,
+                        score: 0.0,
+                        votes: Vec::new(),
+                        cosine: row.cosine,
+                        cosine_backfilled: false,
+                    },
+                    decision: GateDecision {
+                        r#ref: row.r#ref,
+                        cosine: row.cosine,
+                        passed: true,
+                        reason: GateReason::GateDisabled,
+                    },
+                    row: hydrated,
+                    confidence: None,
+                });
+            }
+            None => vanished.push(row.r#ref),
+        }
+    }
+    CueApplied {
+        moved,
+        seated,
+        order_before,
+    }
 }

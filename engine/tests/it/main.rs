@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used)]
 
 mod common;
+mod cue;
 mod derived;
 mod migrations;
 mod portability;

@@ -4,7 +4,7 @@
 //! happens here: `exclude_contents` and `source_id` travel in the `RecallQuery` and the engine
 //! applies them before its count cut (the body says how many hits they removed, `excluded`).
 
-use cpersona_engine::{RecallQuery, RecallResult};
+use cpersona_engine::{RecallQuery, RecallResult, TimeCue};
 use serde_json::{Value, json};
 
 use crate::mcp::backend::{ToolError, ToolResult};
@@ -17,11 +17,7 @@ fn to_value<T: serde::Serialize>(value: &T) -> Result<Value, ToolError> {
 }
 
 /// Runs one recall and shapes its body.
-pub(crate) fn recall(
-    backend: &EngineBackend,
-    query: RecallQuery,
-    time_cue: Option<&wire::TimeCue>,
-) -> ToolResult {
+pub(crate) fn recall(backend: &EngineBackend, query: RecallQuery) -> ToolResult {
     let trace = query.trace;
     let result = backend.engine().recall(&query).map_err(engine_error)?;
     let mut body = to_value(&result.response)?;
@@ -38,13 +34,6 @@ pub(crate) fn recall(
     if !result.advisories.is_empty() {
         object.insert("notices".to_owned(), json!(result.advisories));
     }
-    if time_cue.is_some() {
-        object.insert(
-            "time_cue".to_owned(),
-            json!({"policy": "none", "ignored": "unsupported",
-                   "hint": "this build does not read time cues yet; the recall ran without one"}),
-        );
-    }
     if trace {
         object.insert("trace".to_owned(), trace_of(&result)?);
     }
@@ -60,8 +49,17 @@ fn trace_of(result: &RecallResult) -> ToolResult {
     }))
 }
 
+/// The engine's time cue from the wire's: every check (after < before, unit, whole value,
+/// dates in range) is the engine's `TimeCue::from_json`, so `recall` and `reconstruct` refuse
+/// the same cues with the same words. Public to the crate for `reconstruct`.
+pub(crate) fn engine_cue(cue: Option<&wire::TimeCue>) -> Result<Option<TimeCue>, ToolError> {
+    cue.map(|c| TimeCue::from_json(&to_value(c)?).map_err(engine_error))
+        .transpose()
+}
+
 /// `recall`.
 pub(crate) fn recall_args(backend: &EngineBackend, args: wire::RecallArgs) -> ToolResult {
+    let time_cue = engine_cue(args.time_cue.as_ref())?;
     let query = RecallQuery {
         agent_id: args.agent_id,
         project_id: args.project_id,
@@ -71,11 +69,12 @@ pub(crate) fn recall_args(backend: &EngineBackend, args: wire::RecallArgs) -> To
         deep: args.deep,
         full_content: args.full_content,
         trace: args.trace,
+        time_cue,
         exclude_contents: args.exclude_contents,
         source_id: args.source_id,
         ..RecallQuery::default()
     };
-    recall(backend, query, args.time_cue.as_ref())
+    recall(backend, query)
 }
 
 /// `recall_with_context`: the recall of `query`; the external context is reported unused.
@@ -96,7 +95,7 @@ pub(crate) fn recall_with_context(
         source_id: args.source_id,
         ..RecallQuery::default()
     };
-    let mut body = recall(backend, query, None)?;
+    let mut body = recall(backend, query)?;
     if context_entries > 0
         && let Some(object) = body.as_object_mut()
     {

@@ -1,0 +1,110 @@
+//! The envelope fetch of the Deliberative loop: the memories in the caller's scope whose event
+//! time (`timestamp_ms`) lies in one period, newest first, cut at a row cap, each scored by
+//! its cosine to the query vector when it has one of the store's model. This is the loop's
+//! second and last fetch; the stages re-filter what it returns.
+//!
+//! It reads only through `Scope`, so it can never reach past the isolation boundary, and it
+//! never ranks beyond a cosine: ordering is the loop's (`recall::deliberate`).
+
+use rusqlite::Connection;
+use rusqlite::types::Value;
+
+use crate::error::Result;
+use crate::recall::Ref;
+use crate::recall::cue::Period;
+use crate::recall::deliberate::CueRow;
+use crate::scope::Scope;
+use crate::vector::{decode, format_from_tag};
+
+/// What the fetch held.
+#[derive(Clone, Debug)]
+pub(crate) struct EnvelopeRows {
+    /// Rows in the period, newest first.
+    pub(crate) rows: Vec<CueRow>,
+    /// True when the cap cut older rows of the period.
+    pub(crate) cut: bool,
+}
+
+/// The query vector and the store's vector identity it must match.
+pub(crate) struct QueryVector<'a> {
+    pub(crate) vector: &'a [f32],
+    pub(crate) model_id: &'a str,
+    pub(crate) dim: usize,
+}
+
+fn cosine(a: &[f32], b: &[f32]) -> Option<f64> {
+    let (mut dot, mut na, mut nb) = (0.0f64, 0.0f64, 0.0f64);
+    for (x, y) in a.iter().zip(b) {
+        let (x, y) = (f64::from(*x), f64::from(*y));
+        dot += x * y;
+        na += x * x;
+        nb += y * y;
+    }
+    (na > 0.0 && nb > 0.0).then(|| dot / (na.sqrt() * nb.sqrt()))
+}
+
+/// Reads the scope's memories with `timestamp_ms` in `period`, at most `cap`.
+pub(crate) fn fetch(
+    conn: &Connection,
+    scope: &Scope,
+    period: Period,
+    query: Option<&QueryVector<'_>>,
+    cap: usize,
+) -> Result<EnvelopeRows> {
+    let (pred, mut params) = scope.predicate("");
+    params.push(Value::Integer(period.start_ms));
+    params.push(Value::Integer(period.end_ms));
+    params.push(Value::Integer(cap.saturating_add(1) as i64));
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT id, timestamp_ms, embedding, embedding_format, embedding_model, embedding_dim \
+         FROM memories WHERE {pred} AND timestamp_ms >= ? AND timestamp_ms < ? \
+         ORDER BY timestamp_ms DESC, id ASC LIMIT ?"
+    ))?;
+    let mut out = stmt.query(rusqlite::params_from_iter(params))?;
+    let mut rows = Vec::new();
+    let mut cut = false;
+    while let Some(row) = out.next()? {
+        if rows.len() >= cap {
+            cut = true;
+            break;
+        }
+        let id: i64 = row.get(0)?;
+        let at_ms: i64 = row.get(1)?;
+        let score = match query {
+            Some(q) => {
+                let blob: Option<Vec<u8>> = row.get(2)?;
+                let tag: Option<String> = row.get(3)?;
+                let model: Option<String> = row.get(4)?;
+                let dim: Option<i64> = row.get(5)?;
+                match (blob, tag) {
+                    (Some(blob), Some(tag))
+                        if model.as_deref() == Some(q.model_id) && dim == Some(q.dim as i64) =>
+                    {
+                        format_from_tag(&tag)
+                            .and_then(|f| decode(&blob, f))
+                            .and_then(|v| cosine(q.vector, &v))
+                    }
+                    _ => None,
+                }
+            }
+            None => None,
+        };
+        rows.push(CueRow {
+            r#ref: Ref::mem(id),
+            at_ms,
+            cosine: score,
+        });
+    }
+    Ok(EnvelopeRows { rows, cut })
+}
+
+/// The oldest and newest event time of the scope's memories; `None` when it holds none.
+pub(crate) fn span(conn: &Connection, scope: &Scope) -> Result<Option<(i64, i64)>> {
+    let (pred, params) = scope.predicate("");
+    let (lo, hi): (Option<i64>, Option<i64>) = conn.query_row(
+        &format!("SELECT MIN(timestamp_ms), MAX(timestamp_ms) FROM memories WHERE {pred}"),
+        rusqlite::params_from_iter(params),
+        |row| Ok((row.get(0)?, row.get(1)?)),
+    )?;
+    Ok(lo.zip(hi))
+}

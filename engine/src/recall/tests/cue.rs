@@ -1,0 +1,166 @@
+//! Parsing, resolution and widening of the time cue.
+
+use serde_json::json;
+
+use crate::error::Error;
+use crate::recall::cue::{AgoUnit, CueConfidence, CueWhen, DAY_MS, Period, Resolution, TimeCue};
+use crate::time::parse_iso8601_ms;
+
+fn ms(text: &str) -> i64 {
+    parse_iso8601_ms(text).expect("valid")
+}
+
+fn err(value: serde_json::Value) -> String {
+    match TimeCue::from_json(&value) {
+        Err(Error::InvalidInput { field, reason }) => {
+            assert_eq!(field, "time_cue");
+            reason
+        }
+        other => panic!("expected InvalidInput, got {other:?}"),
+    }
+}
+
+#[test]
+fn bare_dates_cover_whole_utc_days_and_offsets_are_read() {
+    let cue = TimeCue::from_json(&json!({"after": "2023-05-08", "before": "2023-05-08",
+                                          "confidence": "sure"}))
+    .expect("valid");
+    assert_eq!(
+        cue.when,
+        CueWhen::Absolute {
+            after_ms: Some(ms("2023-05-08T00:00:00Z")),
+            before_ms: Some(ms("2023-05-09T00:00:00Z")),
+        }
+    );
+    let cue = TimeCue::from_json(&json!({"after": "2023-05-08T09:00:00+09:00",
+                                          "confidence": "likely"}))
+    .expect("valid");
+    assert_eq!(
+        cue.when,
+        CueWhen::Absolute {
+            after_ms: Some(ms("2023-05-08T00:00:00Z")),
+            before_ms: None
+        }
+    );
+    assert_eq!(cue.confidence, CueConfidence::Likely);
+}
+
+#[test]
+fn invalid_cues_say_what_is_wrong() {
+    assert!(
+        err(json!({"after": "2024-02-01", "before": "2024-01-01", "confidence": "sure"}))
+            .contains("must be earlier than before")
+    );
+    assert!(
+        err(json!({"ago": {"unit": "years", "value": 2}, "confidence": "sure"}))
+            .contains("ago.unit must be days, weeks or months")
+    );
+    assert!(
+        err(json!({"ago": {"unit": "days", "value": 1.5}, "confidence": "sure"}))
+            .contains("whole number")
+    );
+    assert!(
+        err(json!({"ago": {"unit": "days", "value": -1}, "confidence": "sure"}))
+            .contains("whole number")
+    );
+    assert!(err(json!({"after": "2023-02-30", "confidence": "sure"})).contains("does not exist"));
+    assert!(err(json!({"after": "12023-01-01", "confidence": "sure"})).contains("ISO-8601"));
+    assert!(
+        err(json!({"ago": {"unit": "days", "value": 100_001}, "confidence": "sure"}))
+            .contains("out of range")
+    );
+    assert!(err(json!({"after": "2023-01-01"})).contains("confidence is required"));
+    assert!(err(json!({"after": "2023-01-01", "confidence": 0.7})).contains("sure, likely"));
+    assert!(err(json!({"confidence": "sure"})).contains("give after"));
+    assert!(
+        err(json!({"after": "2023-01-01", "ago": "long_ago", "confidence": "sure"}))
+            .contains("not both")
+    );
+    assert!(err(json!({"ago": "yesterday", "confidence": "sure"})).contains("long_ago"));
+    assert!(err(json!({"when": 1, "confidence": "sure"})).contains("unknown field"));
+}
+
+#[test]
+fn ago_resolves_against_the_injected_clock() {
+    let now = ms("2023-10-22T12:00:00Z");
+    let cue = TimeCue {
+        when: CueWhen::Ago {
+            unit: AgoUnit::Days,
+            value: 167,
+        },
+        confidence: CueConfidence::Sure,
+    };
+    let Resolution::Period(p) = cue.resolve(now, None) else {
+        panic!("expected a period");
+    };
+    let centre = now - 167 * DAY_MS;
+    assert_eq!(
+        p,
+        Period {
+            start_ms: centre - DAY_MS / 2,
+            end_ms: centre + DAY_MS / 2
+        }
+    );
+    assert!(p.contains(ms("2023-05-08T08:00:00Z")));
+    // Another clock, another period: nothing reads the system clock.
+    let Resolution::Period(q) = cue.resolve(now + DAY_MS, None) else {
+        panic!("expected a period");
+    };
+    assert_eq!(q.start_ms - p.start_ms, DAY_MS);
+}
+
+#[test]
+fn widening_is_zero_half_one_period_each_side() {
+    let p = Period {
+        start_ms: 1_000_000,
+        end_ms: 1_000_000 + 4 * DAY_MS,
+    };
+    assert_eq!(p.widen(CueConfidence::Sure), p);
+    let likely = p.widen(CueConfidence::Likely);
+    assert_eq!(likely.start_ms, p.start_ms - 2 * DAY_MS);
+    assert_eq!(likely.end_ms, p.end_ms + 2 * DAY_MS);
+    let vague = p.widen(CueConfidence::Vague);
+    assert_eq!(vague.end_ms - vague.start_ms, 12 * DAY_MS);
+    assert_eq!(CueConfidence::Sure.wider(), Some(CueConfidence::Likely));
+    assert_eq!(CueConfidence::Vague.wider(), None);
+}
+
+#[test]
+fn long_ago_is_the_oldest_third_and_needs_a_span() {
+    let cue = TimeCue {
+        when: CueWhen::LongAgo,
+        confidence: CueConfidence::Vague,
+    };
+    let now = 1_000 * DAY_MS;
+    assert_eq!(cue.resolve(now, None), Resolution::EmptyScope);
+    assert_eq!(
+        cue.resolve(now, Some((0, 300 * DAY_MS))),
+        Resolution::Period(Period {
+            start_ms: 0,
+            end_ms: 100 * DAY_MS
+        })
+    );
+}
+
+#[test]
+fn a_period_starting_within_a_day_is_recent_only() {
+    let now = 1_000 * DAY_MS;
+    let cue = TimeCue {
+        when: CueWhen::Ago {
+            unit: AgoUnit::Days,
+            value: 0,
+        },
+        confidence: CueConfidence::Sure,
+    };
+    assert!(matches!(cue.resolve(now, None), Resolution::RecentOnly(_)));
+    let absolute = TimeCue {
+        when: CueWhen::Absolute {
+            after_ms: Some(now - 10 * DAY_MS),
+            before_ms: Some(now - 10 * DAY_MS),
+        },
+        confidence: CueConfidence::Sure,
+    };
+    assert!(
+        matches!(absolute.resolve(now, None), Resolution::Period(p) if p.end_ms - p.start_ms == 1_000)
+    );
+}

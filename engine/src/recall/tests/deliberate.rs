@@ -1,0 +1,119 @@
+//! The Deliberative loop: stages re-filter the one fetched pool, revise at most once, and say
+//! which limit acted.
+
+use crate::recall::candidate::Ref;
+use crate::recall::cue::{CueConfidence, DAY_MS, Period};
+use crate::recall::deliberate::{CueConfig, CueRow, LoopLimit, StageOutcome, fetch_envelope, run};
+
+fn row(id: i64, day: i64, cosine: f64) -> CueRow {
+    CueRow {
+        r#ref: Ref::mem(id),
+        at_ms: day * DAY_MS,
+        cosine: Some(cosine),
+    }
+}
+
+fn period() -> Period {
+    Period {
+        start_ms: 10 * DAY_MS,
+        end_ms: 12 * DAY_MS,
+    }
+}
+
+#[test]
+fn found_in_the_first_envelope_stops_at_one_stage() {
+    let pool = [row(1, 11, 0.1), row(2, 10, 0.9), row(3, 30, 0.99)];
+    let out = run(
+        &CueConfig::default(),
+        period(),
+        CueConfidence::Sure,
+        &pool,
+        false,
+        || 0.0,
+    );
+    assert_eq!(out.report.stages.len(), 1);
+    assert_eq!(out.report.stages[0].outcome, StageOutcome::Found);
+    assert_eq!(
+        out.found.iter().map(|r| r.r#ref.id).collect::<Vec<_>>(),
+        vec![2, 1]
+    );
+    assert!(out.report.fetches <= 2);
+}
+
+#[test]
+fn an_empty_period_is_widened_once_from_the_held_pool() {
+    // Day 12.5 is outside sure [10, 12) and inside likely [9, 13) (one day each side).
+    let pool = [CueRow {
+        r#ref: Ref::mem(7),
+        at_ms: 12 * DAY_MS + DAY_MS / 2,
+        cosine: None,
+    }];
+    let out = run(
+        &CueConfig::default(),
+        period(),
+        CueConfidence::Sure,
+        &pool,
+        false,
+        || 0.0,
+    );
+    assert_eq!(out.report.stages.len(), 2);
+    assert_eq!(out.report.stages[0].outcome, StageOutcome::Widened);
+    assert!(!out.report.stages[1].fetched);
+    assert_eq!(out.confidence, CueConfidence::Likely);
+    assert_eq!(out.found.len(), 1);
+    // The fetch was aimed at the widest envelope the loop can reach.
+    assert!(fetch_envelope(period(), CueConfidence::Sure).contains(pool[0].at_ms));
+}
+
+#[test]
+fn vague_has_no_wider_period() {
+    let out = run(
+        &CueConfig::default(),
+        period(),
+        CueConfidence::Vague,
+        &[],
+        false,
+        || 0.0,
+    );
+    assert_eq!(out.report.stages.len(), 1);
+    assert_eq!(out.report.stages[0].outcome, StageOutcome::NoWiderPeriod);
+    assert!(out.report.limits.is_empty());
+}
+
+#[test]
+fn hard_limits_come_first_and_are_reported() {
+    let slow = run(
+        &CueConfig::default(),
+        period(),
+        CueConfidence::Sure,
+        &[],
+        true,
+        || 5_000.0,
+    );
+    assert_eq!(slow.report.stages.len(), 1);
+    assert_eq!(
+        slow.report.limits,
+        vec![LoopLimit::Candidates, LoopLimit::Milliseconds]
+    );
+    let one = CueConfig {
+        max_stages: 1,
+        ..CueConfig::default()
+    };
+    let staged = run(&one, period(), CueConfidence::Sure, &[], false, || 0.0);
+    assert_eq!(staged.report.limits, vec![LoopLimit::Stages]);
+    assert_eq!(staged.report.stages[0].outcome, StageOutcome::LimitHit);
+}
+
+#[test]
+fn depth_cuts_the_cue_list() {
+    let pool: Vec<CueRow> = (0..10).map(|i| row(i, 11, i as f64 / 10.0)).collect();
+    let config = CueConfig {
+        depth: 3,
+        ..CueConfig::default()
+    };
+    let out = run(&config, period(), CueConfidence::Sure, &pool, false, || 0.0);
+    assert_eq!(
+        out.found.iter().map(|r| r.r#ref.id).collect::<Vec<_>>(),
+        vec![9, 8, 7]
+    );
+}

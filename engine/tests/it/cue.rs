@@ -1,0 +1,195 @@
+//! Cued Recall end to end: no cue is free recall byte for byte, a cue re-orders and holds
+//! places but never hides a row, the loop fetches at most twice, relative cues read the
+//! injected clock, and bad cues are refused before anything runs.
+
+use cpersona_engine::{Error, RecallQuery, StoreId, StoreRequest, TimeCue};
+use serde_json::json;
+
+use crate::common::{Fixture, fixture};
+
+const DAY_MS: i64 = 86_400_000;
+
+/// 60 rows over 60 days from 2023-03-01, one a day; rows 20..30 mention "garden", the rest
+/// "harbor"; the "now" of every cue is 2023-05-01 (day 61).
+fn corpus(f: &Fixture) -> Vec<i64> {
+    (0..60)
+        .map(|day| {
+            let topic = if (20..30).contains(&day) {
+                "garden"
+            } else {
+                "harbor"
+            };
+            let out = f
+                .engine
+                .store(&StoreRequest {
+                    agent_id: "a".into(),
+                    content: format!("{topic} note {day} about lanterns and stones"),
+                    timestamp: Some(cpersona_engine::time::format_ms(start() + day * DAY_MS)),
+                    ..StoreRequest::default()
+                })
+                .unwrap();
+            match out.id {
+                Some(StoreId::Row(id)) => id,
+                other => panic!("not stored: {other:?}"),
+            }
+        })
+        .collect()
+}
+
+fn start() -> i64 {
+    cpersona_engine::time::parse_iso8601_ms("2023-03-01T12:00:00Z").unwrap()
+}
+
+fn now() -> i64 {
+    start() + 61 * DAY_MS
+}
+
+fn cued(query: &str, limit: usize, cue: Option<serde_json::Value>) -> RecallQuery {
+    RecallQuery {
+        agent_id: "a".into(),
+        query: query.into(),
+        limit,
+        trace: true,
+        time_cue: cue.map(|c| TimeCue::from_json(&c).unwrap()),
+        now_ms: Some(now()),
+        ..RecallQuery::default()
+    }
+}
+
+fn refs(r: &cpersona_engine::RecallResult) -> Vec<String> {
+    r.response
+        .messages
+        .iter()
+        .map(|m| m.r#ref.to_string())
+        .collect()
+}
+
+#[test]
+fn no_cue_is_free_recall_byte_for_byte() {
+    let f = fixture();
+    corpus(&f);
+    for q in ["lanterns", "garden note", "harbor 42", ""] {
+        let free = RecallQuery {
+            agent_id: "a".into(),
+            query: q.into(),
+            limit: 10,
+            ..RecallQuery::default()
+        };
+        let with_clock = RecallQuery {
+            now_ms: Some(now()),
+            ..free.clone()
+        };
+        let a = serde_json::to_string(&f.engine.recall(&free).unwrap().response).unwrap();
+        let b = serde_json::to_string(&f.engine.recall(&with_clock).unwrap().response).unwrap();
+        assert_eq!(a, b);
+        assert!(!a.contains("time_cue"));
+        let traced = f
+            .engine
+            .recall(&RecallQuery {
+                trace: true,
+                ..free
+            })
+            .unwrap();
+        let stages = serde_json::to_string(&traced.stages).unwrap();
+        assert!(!stages.contains("deliberation"));
+    }
+}
+
+#[test]
+fn a_cue_reorders_and_seats_but_never_hides_a_row() {
+    let f = fixture();
+    let ids = corpus(&f);
+    let free = f.engine.recall(&cued("lanterns stones", 3, None)).unwrap();
+    // 55 days before "now" is day 6 alone (sure: [day 5.5, day 6.5)), not in the top 3.
+    let cue = json!({"ago": {"unit": "days", "value": 55}, "confidence": "sure"});
+    let with = f
+        .engine
+        .recall(&cued("lanterns stones", 3, Some(cue)))
+        .unwrap();
+    let block = with.response.time_cue.as_ref().expect("time_cue block");
+    assert_eq!(block.policy, "cued-v0.3");
+    assert!(block.ignored.is_none());
+    // Membership of the counted answer is unchanged: every free row is still returned.
+    let free_refs = refs(&free);
+    let with_refs = refs(&with);
+    for r in &free_refs {
+        assert!(with_refs.contains(r), "{r} became unreachable");
+    }
+    // The rows added are the cue's seats, at most 3 for `sure`, listed first.
+    assert_eq!(with_refs.len(), free_refs.len() + block.seated);
+    let day6 = format!("mem:{}", ids[6]);
+    assert!(!free_refs.contains(&day6));
+    assert_eq!(block.seated, 1);
+    assert_eq!(with_refs[0], day6);
+    assert_eq!(
+        with.response.messages[0].match_reason.admission,
+        Some("time_cue_seat")
+    );
+    // The loop fetched at most twice and reported its envelope.
+    let loop_report = with
+        .stages
+        .as_ref()
+        .and_then(|s| s.deliberation.as_ref())
+        .expect("loop");
+    assert!(loop_report.fetches <= 2);
+    assert!(!loop_report.stages.is_empty());
+}
+
+#[test]
+fn a_wrong_cue_keeps_every_row_of_the_free_answer() {
+    let f = fixture();
+    corpus(&f);
+    let free = f.engine.recall(&cued("garden", 10, None)).unwrap();
+    let wrong = json!({"after": "2023-04-20", "before": "2023-04-25", "confidence": "sure"});
+    let with = f.engine.recall(&cued("garden", 10, Some(wrong))).unwrap();
+    let with_refs = refs(&with);
+    for r in refs(&free) {
+        assert!(
+            with_refs.contains(&r),
+            "{r} became unreachable under a wrong cue"
+        );
+    }
+}
+
+#[test]
+fn an_empty_period_is_revised_once() {
+    let f = fixture();
+    corpus(&f);
+    // 2023-02-20..2023-02-28 holds nothing (the corpus starts 2023-03-01 12:00); likely
+    // widens it by 4 days each side, which reaches day 0.
+    let cue = json!({"after": "2023-02-20", "before": "2023-02-27", "confidence": "sure"});
+    let r = f.engine.recall(&cued("lanterns", 5, Some(cue))).unwrap();
+    let block = r.response.time_cue.as_ref().unwrap();
+    assert!(block.revised);
+    let report = r
+        .stages
+        .as_ref()
+        .and_then(|s| s.deliberation.as_ref())
+        .unwrap();
+    assert_eq!(report.stages.len(), 2);
+    assert!(report.fetches <= 2);
+}
+
+#[test]
+fn a_recent_cue_is_ignored_and_says_so() {
+    let f = fixture();
+    corpus(&f);
+    let cue = json!({"ago": {"unit": "days", "value": 0}, "confidence": "sure"});
+    let r = f.engine.recall(&cued("lanterns", 5, Some(cue))).unwrap();
+    let free = f.engine.recall(&cued("lanterns", 5, None)).unwrap();
+    assert_eq!(
+        r.response.time_cue.as_ref().unwrap().ignored,
+        Some("recent_only")
+    );
+    assert_eq!(refs(&r), refs(&free));
+}
+
+#[test]
+fn invalid_cues_are_user_errors() {
+    let bad = TimeCue::from_json(&json!({"after": "2024-02-01", "before": "2024-01-01",
+                                          "confidence": "sure"}));
+    match bad {
+        Err(err @ Error::InvalidInput { .. }) => assert!(err.is_user_error()),
+        other => panic!("expected InvalidInput, got {other:?}"),
+    }
+}
