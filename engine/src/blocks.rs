@@ -67,8 +67,9 @@ pub fn segment(text: &str, node_ends: &[usize]) -> Vec<Block> {
         let end_forced = seg_end < n && (protected[seg_end] || !is_natural(&chars, seg_end));
         let mut pieces = Vec::new();
         let mut piece_start = start;
-        for p in start + 1..seg_end {
-            if !protected[p] && is_natural(&chars, p) {
+        let bounds = protected.iter().enumerate().take(seg_end).skip(start + 1);
+        for (p, &locked) in bounds {
+            if !locked && is_natural(&chars, p) {
                 pieces.push(Block {
                     start: piece_start,
                     end: p,
