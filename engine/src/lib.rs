@@ -22,6 +22,7 @@ pub mod vector;
 
 mod agent;
 mod arms;
+mod associations;
 mod engine;
 mod episodes;
 mod generations;
@@ -35,6 +36,11 @@ mod profiles;
 mod queue;
 
 pub use agent::DeleteAgentDataOutcome;
+pub use associations::{
+    DISABLED_MESSAGE as ASSOCIATIONS_DISABLED, DeclareOutcome, DeclareRequest, DeclaredEntity,
+    Dropped, EntityInput, RelationInput, Retracted, TraverseBounds, TraverseEntity,
+    TraverseOutcome, TraverseRelation, TraverseRequest,
+};
 pub use config::{EmbeddingFormat, EngineConfig};
 pub use engine::Engine;
 pub use episodes::{

@@ -16,6 +16,7 @@
 //!
 //! Output types derive `serde::Serialize` because the server serialises them as they are.
 
+pub mod associations_cue;
 pub mod calibrate;
 pub mod candidate;
 pub mod confidence;
@@ -28,6 +29,7 @@ pub mod fusion;
 pub mod gate;
 pub mod keyword;
 pub mod pipeline;
+pub mod propagation;
 pub mod select;
 pub mod shape;
 

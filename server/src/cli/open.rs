@@ -34,6 +34,8 @@ pub(crate) fn engine_config(config: &Config) -> EngineConfig {
     engine.recall.rrf_k = recall.rrf_k as f64;
     engine.recall.gate.enabled = recall.fused_gate_enabled;
     engine.recall.shape.preview_chars = usize::try_from(recall.preview_chars).unwrap_or(usize::MAX);
+    engine.associations_enabled = config.associations_enabled;
+    engine.propagation_seat = recall.propagation_seat;
     engine
 }
 
