@@ -10,7 +10,7 @@
 //! that names the setting, and recall never reads these tables.
 
 mod seats;
-mod traverse;
+pub mod traverse;
 
 pub use traverse::{
     TraverseBounds, TraverseEntity, TraverseOutcome, TraverseRelation, TraverseRequest,

@@ -22,7 +22,7 @@ pub mod vector;
 
 mod agent;
 mod arms;
-mod associations;
+pub mod associations;
 mod engine;
 mod episodes;
 mod generations;
