@@ -107,6 +107,13 @@ pub struct EngineConfig {
     pub recall: crate::recall::RecallConfig,
     /// Reconstruct's window, budget and bundling settings.
     pub reconstruct: ReconstructConfig,
+    /// Declared associations (`declare_associations`, `traverse`, the association cue in
+    /// recall). Off by default (`CPERSONA_ASSOCIATIONS_ENABLED`): the tools refuse, saying
+    /// how to enable them, and recall never reads the association tables.
+    pub associations_enabled: bool,
+    /// The propagation seat (CPersona 2.6's `propagation-v1`, `CPERSONA_RECALL_PROPAGATION_SEAT`):
+    /// one held place for the best row of a deeper ranking. Off by default, as shipped.
+    pub propagation_seat: bool,
 }
 
 impl EngineConfig {
@@ -129,6 +136,8 @@ impl EngineConfig {
             scan_window: crate::MAX_MEMORIES,
             recall: crate::recall::RecallConfig::default(),
             reconstruct: ReconstructConfig::default(),
+            associations_enabled: false,
+            propagation_seat: false,
         }
     }
 

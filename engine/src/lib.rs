@@ -23,6 +23,7 @@ pub mod vector;
 
 mod agent;
 mod arms;
+pub mod associations;
 mod block_index;
 pub mod blocks;
 mod derived;
@@ -43,6 +44,11 @@ mod profiles;
 mod queue;
 
 pub use agent::DeleteAgentDataOutcome;
+pub use associations::{
+    DISABLED_MESSAGE as ASSOCIATIONS_DISABLED, DeclareOutcome, DeclareRequest, DeclaredEntity,
+    Dropped, EntityInput, RelationInput, Retracted, TraverseBounds, TraverseEntity,
+    TraverseOutcome, TraverseRelation, TraverseRequest,
+};
 pub use block_index::{block_row_id, split_block_row_id};
 pub use config::{EmbeddingFormat, EngineConfig, ReconstructConfig};
 pub use derived::{DerivedReport, StoredBlock};

@@ -152,7 +152,11 @@ fn parse_json(text: &str) -> Option<serde_json::Value> {
 }
 
 /// Reads one row by ref within `scope`; `None` when absent or outside it.
-fn read_scoped(conn: &Connection, scope: &Scope, r: Ref) -> Result<Option<StoredContent>> {
+pub(crate) fn read_scoped(
+    conn: &Connection,
+    scope: &Scope,
+    r: Ref,
+) -> Result<Option<StoredContent>> {
     let (pred, mut params) = scope.predicate("");
     params.push(Value::Integer(r.id));
     let row = match r.kind {
@@ -503,7 +507,9 @@ impl Engine {
             }
             Ok((outcome, total, hydrate_ms, gate_input_ms, filtered))
         })?;
-        let (outcome, total, hydrate_ms, gate_input_ms, filtered) = outcome;
+        let (mut outcome, total, hydrate_ms, gate_input_ms, filtered) = outcome;
+        // Held places (association cue, propagation seat): `associations/seats.rs`.
+        self.held_seats(q, &scope, &mut outcome.response, &mut advisories)?;
         timings.gate_input_ms = gate_input_ms;
         timings.hydrate_ms = hydrate_ms;
         timings.fusion_ms = (total - hydrate_ms).max(0.0);

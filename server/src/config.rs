@@ -53,6 +53,9 @@ pub struct Config {
     pub export_dir: Option<PathBuf>,
     /// Largest import file accepted (`CPERSONA_MAX_IMPORT_BYTES`).
     pub max_import_bytes: u64,
+    /// Declared associations and their recall cue (`CPERSONA_ASSOCIATIONS_ENABLED`, off by
+    /// default: CPersona 2.6 has no such switch, this port keeps the feature opt-in).
+    pub associations_enabled: bool,
 }
 
 /// Which embedder the engine builds (`CPERSONA_EMBEDDING_MODE`).
@@ -282,6 +285,7 @@ impl Config {
             reconstruct,
             export_dir: env.get("CPERSONA_EXPORT_DIR").map(PathBuf::from),
             max_import_bytes: env.int("CPERSONA_MAX_IMPORT_BYTES", 104_857_600, 1, u64::MAX)?,
+            associations_enabled: env.boolean("CPERSONA_ASSOCIATIONS_ENABLED", false)?,
         })
     }
 }

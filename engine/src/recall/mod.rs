@@ -18,6 +18,7 @@
 //!
 //! Output types derive `serde::Serialize` because the server serialises them as they are.
 
+pub mod associations_cue;
 pub mod calibrate;
 pub mod candidate;
 pub mod confidence;
@@ -34,6 +35,7 @@ pub mod gate;
 pub mod keyword;
 pub mod pipeline;
 pub mod prior;
+pub mod propagation;
 pub mod select;
 pub mod shape;
 

@@ -44,6 +44,10 @@ pub enum Signal {
     Rrf,
     /// No cosine; the row rests on its rsf votes (never compared to a threshold).
     Rsf,
+    /// A held place: the row mentions an entity the query names (`associations_cue`).
+    Association,
+    /// The held place of the propagation seat (`propagation`).
+    Propagation,
 }
 
 /// One arm's rank of a row, for `match_reason.arms`.
@@ -77,6 +81,18 @@ pub struct MatchReason {
     /// passed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub admission: Option<&'static str>,
+    /// Propagation seat: 1-based rank in the deeper ranking among rows not held.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fused_rank: Option<usize>,
+    /// Propagation seat: 1-based rank by closeness to the best row of the window.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cosine_rank: Option<usize>,
+    /// Association seat: the declared entity the row mentions.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub entity: Option<String>,
+    /// Association seat: hops from an entity the query names (0 or 1).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hops: Option<usize>,
 }
 
 /// One recall row on the wire.
@@ -221,6 +237,10 @@ pub fn match_reason(
             .collect(),
         admission: (decision.reason == super::gate::GateReason::Fallback)
             .then_some("gate_fallback"),
+        fused_rank: None,
+        cosine_rank: None,
+        entity: None,
+        hops: None,
     }
 }
 

@@ -3,6 +3,7 @@
 // Clippy's `allow-unwrap-in-tests` covers `#[test]` fns only, not the shared fixtures.
 #![allow(clippy::unwrap_used)]
 
+mod associations;
 mod common;
 mod cue;
 mod derived;

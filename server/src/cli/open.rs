@@ -49,6 +49,8 @@ pub(crate) fn engine_config(config: &Config) -> EngineConfig {
     confidence.recall_boost = recall.recall_boost;
     confidence.boost_decay_rate = recall.boost_decay_rate;
     engine.reconstruct = config.reconstruct.engine(recall.preview_chars);
+    engine.associations_enabled = config.associations_enabled;
+    engine.propagation_seat = recall.propagation_seat;
     engine
 }
 

@@ -16,7 +16,7 @@ use serde_json::{Map, Value, json};
 
 use crate::config::{Precision, RecallSettings};
 use crate::mcp::backend::{ToolBackend, ToolError, ToolResult};
-use crate::mcp::{engine_recall, engine_reconstruct, wire};
+use crate::mcp::{engine_associations, engine_recall, engine_reconstruct, wire};
 use cpersona_engine::precision_label;
 
 /// Answers every tool from one [`Engine`].
@@ -96,12 +96,6 @@ fn body<T: Serialize>(outcome: cpersona_engine::Result<T>) -> ToolResult {
         .map_err(|err| ToolError::internal(format!("cannot encode the response: {err}")))
 }
 
-fn not_yet(tool: &str, why: &str) -> ToolResult {
-    Err(ToolError::user(format!(
-        "{tool} is not available in this build yet: {why}"
-    )))
-}
-
 fn object(map: Option<Map<String, Value>>) -> Option<Value> {
     map.map(Value::Object)
 }
@@ -139,13 +133,20 @@ impl ToolBackend for EngineBackend {
                 req.metadata = object(args.metadata);
             }
         }
-        if args.associations.is_some() {
-            return not_yet(
-                "store with associations",
-                "declared associations need the association issue; store without them",
-            );
+        engine_associations::check_store(&self.engine, args.associations.as_ref())?;
+        let scope = (
+            req.agent_id.clone(),
+            req.project_id.clone(),
+            req.channel.clone(),
+            req.session_key.clone(),
+        );
+        let stored = self.with_advisory(body(self.engine.store(&req))?);
+        match args.associations {
+            Some(associations) => {
+                engine_associations::after_store(&self.engine, stored, scope, associations)
+            }
+            None => Ok(stored),
         }
-        Ok(self.with_advisory(body(self.engine.store(&req))?))
     }
 
     fn recall(&self, args: wire::RecallArgs) -> ToolResult {
@@ -367,6 +368,14 @@ impl ToolBackend for EngineBackend {
 
     fn persistence_status(&self, args: wire::SessionArgs) -> ToolResult {
         body(Ok(self.engine.persistence_status(&args.session_key)))
+    }
+
+    fn declare_associations(&self, args: wire::DeclareAssociationsArgs) -> ToolResult {
+        engine_associations::declare(&self.engine, args)
+    }
+
+    fn traverse(&self, args: wire::TraverseArgs) -> ToolResult {
+        engine_associations::traverse(&self.engine, args)
     }
 }
 

@@ -3,6 +3,7 @@
 //! blocking thread → one JSON text content). No ranking or storage logic lives here.
 
 pub mod backend;
+mod engine_associations;
 pub mod engine_backend;
 pub(crate) mod engine_health;
 mod engine_recall;
@@ -68,6 +69,7 @@ impl McpServer {
             + McpServer::quality_router()
             + McpServer::health_router()
             + McpServer::persistence_router()
+            + McpServer::associations_router()
     }
 
     /// The one path of every tool call: check and decode `args` as `T`, run `op` on a

@@ -17,10 +17,10 @@ pub const TEXT_CHARS: usize = 1_000_000;
 pub const MAX_REFS: usize = 20;
 
 mod admin;
-mod pending;
+mod structure;
 
 pub use admin::*;
-pub use pending::*;
+pub use structure::*;
 
 fn default_recall_limit() -> u32 {
     10

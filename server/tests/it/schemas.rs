@@ -27,12 +27,6 @@ fn registered_tool_schemas() {
     expect_test::expect_file!["snapshots/tools.json"].assert_eq(&text);
 }
 
-#[test]
-fn pending_tool_schemas() {
-    let text = serde_json::to_string_pretty(&surface(McpServer::pending_router())).unwrap();
-    expect_test::expect_file!["snapshots/pending_tools.json"].assert_eq(&text);
-}
-
 /// Argument names agents already send must keep their CPersona spelling.
 #[test]
 fn cpersona_argument_names_are_kept() {

@@ -2,10 +2,10 @@
 //! `mcp/mod.rs`. Each handler only names its wire type and its backend method: checking,
 //! decoding and encoding happen once, in `McpServer::call`.
 
+mod associations;
 mod episodes;
 mod health;
 mod memory;
-mod pending;
 mod persistence;
 mod portability;
 mod profile;

@@ -1,5 +1,5 @@
-//! Wire types of the tools registered when their issues land: reconstruct,
-//! declare_associations, traverse. Types only; no logic.
+//! Wire types of the structure tools: reconstruct, declare_associations, traverse. Types
+//! only; no logic.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

@@ -1,0 +1,138 @@
+//! The engine backend's association tools: `declare_associations` and `traverse` wire
+//! arguments become the engine's requests, and `store`'s `associations` become a declaration
+//! anchored to the stored row. No logic beyond the mapping.
+
+use cpersona_engine::{DeclareRequest, Engine, EntityInput, RelationInput, TraverseRequest};
+use serde_json::{Value, json};
+
+use crate::mcp::backend::{ToolError, ToolResult};
+use crate::mcp::engine_backend::engine_error;
+use crate::mcp::wire;
+
+fn request(
+    agent_id: String,
+    project_id: String,
+    channel: String,
+    associations: wire::Associations,
+    anchor_ref: String,
+    session_key: String,
+) -> DeclareRequest {
+    DeclareRequest {
+        agent_id,
+        project_id,
+        channel,
+        entities: associations
+            .entities
+            .into_iter()
+            .map(|e| EntityInput {
+                name: e.name,
+                aliases: e.aliases,
+            })
+            .collect(),
+        relations: associations
+            .relations
+            .into_iter()
+            .map(|r| RelationInput {
+                subject: r.subject,
+                predicate: r.predicate,
+                object: r.object,
+            })
+            .collect(),
+        anchor_ref,
+        retract_relations: Vec::new(),
+        retract_mentions: Vec::new(),
+        session_key,
+    }
+}
+
+fn encode<T: serde::Serialize>(outcome: cpersona_engine::Result<T>) -> ToolResult {
+    let outcome = outcome.map_err(engine_error)?;
+    serde_json::to_value(outcome)
+        .map_err(|err| ToolError::internal(format!("cannot encode the response: {err}")))
+}
+
+/// `declare_associations`.
+pub(crate) fn declare(engine: &Engine, args: wire::DeclareAssociationsArgs) -> ToolResult {
+    let mut req = request(
+        args.agent_id,
+        args.project_id,
+        args.channel,
+        args.associations,
+        args.anchor_ref,
+        args.session_key,
+    );
+    if let Some(retract) = args.retract {
+        req.retract_relations = retract.relations;
+        req.retract_mentions = retract
+            .mentions
+            .into_iter()
+            .map(|m| (m.entity, m.reference))
+            .collect();
+    }
+    encode(engine.declare_associations(&req))
+}
+
+/// `traverse`.
+pub(crate) fn traverse(engine: &Engine, args: wire::TraverseArgs) -> ToolResult {
+    let req = TraverseRequest {
+        agent_id: args.agent_id,
+        project_id: args.project_id,
+        channel: (!args.channel.is_empty()).then_some(args.channel),
+        entity: args.entity,
+        max_hops: args.max_hops as usize,
+        limit: args.limit as usize,
+    };
+    encode(engine.traverse(&req))
+}
+
+/// Refuses `store` with associations while the feature is off (before anything is written).
+pub(crate) fn check_store(
+    engine: &Engine,
+    associations: Option<&wire::Associations>,
+) -> Result<(), ToolError> {
+    if associations.is_some() && !engine.config().associations_enabled {
+        return Err(ToolError::user(format!(
+            "store with associations refused: {}",
+            cpersona_engine::ASSOCIATIONS_DISABLED
+        )));
+    }
+    Ok(())
+}
+
+/// Declares `store`'s associations anchored to the stored row and adds CPersona's
+/// `associations: {entities, mentions, relations, dropped}` to the store body.
+pub(crate) fn after_store(
+    engine: &Engine,
+    mut body: Value,
+    scope: (String, String, String, String),
+    associations: wire::Associations,
+) -> ToolResult {
+    let (agent_id, project_id, channel, session_key) = scope;
+    let Some(id) = body.get("id").and_then(Value::as_i64) else {
+        return Ok(body);
+    };
+    if body.get("result").and_then(Value::as_str) != Some("stored") {
+        return Ok(body);
+    }
+    let req = request(
+        agent_id,
+        project_id,
+        channel,
+        associations,
+        format!("mem:{id}"),
+        session_key,
+    );
+    let outcome = engine.declare_associations(&req).map_err(engine_error)?;
+    if let Some(object) = body.as_object_mut() {
+        object.insert(
+            "associations".to_owned(),
+            json!({
+                "entities": outcome.entities.len(),
+                "mentions": outcome.mentions,
+                "relations": outcome.relations.len(),
+                "dropped": outcome.dropped,
+            }),
+        );
+    }
+    Ok(body)
+}

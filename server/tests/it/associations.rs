@@ -1,0 +1,198 @@
+//! `declare_associations` and `traverse` through the real binary over stdio: off by default
+//! with a refusal naming the setting; when on, declare → traverse → recall with the
+//! association cue, and another agent sees nothing.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use serde_json::{Value, json};
+
+/// Calls `tools` in order over stdio against a store in `dir`, with `env` set, and returns
+/// each tool's (isError, JSON body).
+fn call_tools(dir: &Path, env: &[(&str, &str)], tools: &[(&str, Value)]) -> Vec<(bool, Value)> {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_cpersona"));
+    for (key, _) in std::env::vars_os() {
+        if key.to_string_lossy().starts_with("CPERSONA_") {
+            cmd.env_remove(key);
+        }
+    }
+    cmd.env("CPERSONA_DB_PATH", dir.join("store").join("test.db"));
+    cmd.env("CPERSONA_EMBEDDING_MODE", "none");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "it", "version": "0"}}});
+    writeln!(stdin, "{init}").unwrap();
+    writeln!(
+        stdin,
+        "{}",
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    )
+    .unwrap();
+    stdin.flush().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    stdout.read_line(&mut line).unwrap();
+    let mut bodies = Vec::new();
+    for (i, (name, args)) in tools.iter().enumerate() {
+        let call = json!({"jsonrpc": "2.0", "id": i + 1, "method": "tools/call",
+            "params": {"name": name, "arguments": args}});
+        writeln!(stdin, "{call}").unwrap();
+        stdin.flush().unwrap();
+        line.clear();
+        stdout.read_line(&mut line).unwrap();
+        let reply: Value = serde_json::from_str(&line).unwrap();
+        let is_error = reply["result"]["isError"].as_bool().unwrap_or(false);
+        let text = reply["result"]["content"][0]["text"].as_str().unwrap();
+        bodies.push((is_error, serde_json::from_str(text).unwrap()));
+    }
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+    bodies
+}
+
+#[test]
+fn off_by_default_the_tools_refuse_and_say_how_to_enable() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = call_tools(
+        dir.path(),
+        &[],
+        &[
+            (
+                "declare_associations",
+                json!({"agent_id": "a", "associations": {"entities": [{"name": "Alice"}]}}),
+            ),
+            ("traverse", json!({"agent_id": "a", "entity": "Alice"})),
+            (
+                "store",
+                json!({"agent_id": "a", "content": "Alice was here",
+                       "associations": {"entities": [{"name": "Alice"}]}}),
+            ),
+            ("list_memories", json!({"agent_id": "a"})),
+        ],
+    );
+    for (is_error, body) in &out[..3] {
+        assert!(*is_error, "{body}");
+        assert_eq!(body["ok"], false);
+        let error = body["error"].as_str().unwrap();
+        assert!(
+            error.contains("CPERSONA_ASSOCIATIONS_ENABLED=true"),
+            "{error}"
+        );
+    }
+    // The refused store wrote nothing.
+    assert_eq!(out[3].1["count"], 0, "{}", out[3].1);
+}
+
+#[test]
+fn declare_traverse_recall_and_another_agent_sees_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let on = [("CPERSONA_ASSOCIATIONS_ENABLED", "true")];
+    let stored = call_tools(
+        dir.path(),
+        &on,
+        &[
+            (
+                "store",
+                json!({"agent_id": "a", "content": "Alice moved to Lisbon",
+                       "associations": {"entities": [{"name": "Alice", "aliases": ["Ali"]}]}}),
+            ),
+            (
+                "store",
+                json!({"agent_id": "a", "content": "The quarterly report came late"}),
+            ),
+            (
+                "store",
+                json!({"agent_id": "a", "content": "weather was rainy"}),
+            ),
+        ],
+    );
+    assert_eq!(
+        stored[0].1["associations"]["entities"], 1,
+        "{}",
+        stored[0].1
+    );
+    assert_eq!(stored[0].1["associations"]["mentions"], 1);
+    let alice = stored[0].1["id"].as_i64().unwrap();
+    let report = stored[1].1["id"].as_i64().unwrap();
+    let out = call_tools(
+        dir.path(),
+        &on,
+        &[
+            (
+                "declare_associations",
+                json!({"agent_id": "a", "anchor_ref": format!("mem:{report}"),
+                       "associations": {"entities": [{"name": "Acme"}],
+                                        "relations": [{"subject": "ali", "predicate": "works_at", "object": "Acme"}]}}),
+            ),
+            (
+                "traverse",
+                json!({"agent_id": "a", "entity": "ALICE", "max_hops": 1}),
+            ),
+            ("traverse", json!({"agent_id": "b", "entity": "Alice"})),
+            (
+                "recall",
+                json!({"agent_id": "a", "query": "rainy weather for alice", "limit": 1}),
+            ),
+            (
+                "recall",
+                json!({"agent_id": "b", "query": "alice", "limit": 5}),
+            ),
+            (
+                "declare_associations",
+                json!({"agent_id": "a", "anchor_ref": "mem:999999",
+                       "associations": {"entities": [{"name": "Ghost"}]}}),
+            ),
+            ("traverse", json!({"agent_id": "a", "entity": "Ghost"})),
+        ],
+    );
+    let (err, declared) = &out[0];
+    assert!(!err, "{declared}");
+    assert_eq!(declared["result"], "declared");
+    assert_eq!(declared["relations"].as_array().unwrap().len(), 1);
+
+    let walk = &out[1].1;
+    let names: Vec<&str> = walk["entities"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, vec!["Alice", "Acme"], "{walk}");
+    assert_eq!(
+        walk["entities"][0]["mentions"],
+        json!([format!("mem:{alice}")])
+    );
+    assert_eq!(walk["relations"][0]["predicate"], "works_at");
+
+    assert_eq!(out[2].1["reason"], "no_such_entity", "{}", out[2].1);
+    assert_eq!(out[2].1["entities"], json!([]));
+
+    let messages = out[3].1["messages"].as_array().unwrap();
+    let held: Vec<&str> = messages
+        .iter()
+        .filter(|m| m["match_reason"]["signal"] == "association")
+        .map(|m| m["ref"].as_str().unwrap())
+        .collect();
+    assert!(
+        held.contains(&format!("mem:{report}").as_str()),
+        "{}",
+        out[3].1
+    );
+
+    assert_eq!(out[4].1["messages"], json!([]), "{}", out[4].1);
+
+    let (err, refused) = &out[5];
+    assert!(*err);
+    assert!(refused["error"].as_str().unwrap().contains("anchor_ref"));
+    assert_eq!(out[6].1["reason"], "no_such_entity");
+}
