@@ -14,10 +14,13 @@ pub mod db;
 pub mod embed;
 pub mod error;
 pub mod recall;
+pub mod replay;
 pub mod scope;
 pub mod source;
+pub mod taxonomy;
 pub mod text;
 pub mod time;
+pub mod trace;
 pub mod vector;
 
 mod agent;

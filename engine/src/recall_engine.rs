@@ -18,7 +18,6 @@ use crate::recall::contents::{
 };
 use crate::recall::gate::GateInput;
 use crate::recall::pipeline::RecallStages;
-use crate::recall::shape::Hydrated;
 use crate::recall::{Arm, ArmList, RecallRequest, RecallResponse, Ref, RefKind, run};
 use crate::scope::Scope;
 use crate::vector::{decode, format_from_tag};
@@ -92,6 +91,9 @@ pub struct RecallResult {
     pub stages: Option<RecallStages>,
     /// Time per stage.
     pub timings: RecallTimings,
+    /// What the trace needs beyond the stages (`crate::trace`), when `trace`.
+    #[serde(skip)]
+    pub capture: Option<Box<crate::trace::Capture>>,
 }
 
 /// A stored calibration and where it came from.
@@ -112,7 +114,11 @@ fn parse_json(text: &str) -> Option<serde_json::Value> {
 }
 
 /// Reads one row by ref within `scope`; `None` when absent or outside it.
-fn read_scoped(conn: &Connection, scope: &Scope, r: Ref) -> Result<Option<StoredContent>> {
+pub(crate) fn read_scoped(
+    conn: &Connection,
+    scope: &Scope,
+    r: Ref,
+) -> Result<Option<StoredContent>> {
     let (pred, mut params) = scope.predicate("");
     params.push(Value::Integer(r.id));
     let row = match r.kind {
@@ -274,6 +280,7 @@ impl Engine {
             };
             let gate_input_ms = ms(gate_started);
             let failure: RefCell<Option<Error>> = RefCell::new(None);
+            let seen = RefCell::new(Vec::new());
             let mut hydrate_ms = 0.0;
             let started = Instant::now();
             let outcome = run(
@@ -291,15 +298,11 @@ impl Engine {
                         }
                     };
                     hydrate_ms += ms(t);
-                    row.map(|s| Hydrated {
-                        content: match r.kind {
-                            RefKind::Mem => s.text,
-                            RefKind::Ep => format!("[Episode] {}", s.text),
-                        },
-                        source: s.source,
-                        timestamp: s.timestamp,
-                        msg_id: s.msg_id,
-                    })
+                    let row = row.map(|s| crate::trace::hydrated(r, s));
+                    if q.trace {
+                        seen.borrow_mut().push((r, row.clone()));
+                    }
+                    row
                 },
                 |_| None,
             );
@@ -307,9 +310,18 @@ impl Engine {
             if let Some(err) = failure.into_inner() {
                 return Err(err);
             }
-            Ok((outcome, total, hydrate_ms, gate_input_ms))
+            let capture = if q.trace {
+                let seen = seen.into_inner();
+                let c = crate::trace::capture(
+                    self, conn, &scope, q, &config, gate_input, &outcome.stages, seen,
+                )?;
+                Some(Box::new(c))
+            } else {
+                None
+            };
+            Ok((outcome, total, hydrate_ms, gate_input_ms, capture))
         })?;
-        let (outcome, total, hydrate_ms, gate_input_ms) = outcome;
+        let (outcome, total, hydrate_ms, gate_input_ms, capture) = outcome;
         timings.gate_input_ms = gate_input_ms;
         timings.hydrate_ms = hydrate_ms;
         timings.fusion_ms = (total - hydrate_ms).max(0.0);
@@ -320,6 +332,7 @@ impl Engine {
             keyword_fallback,
             stages: q.trace.then_some(outcome.stages),
             timings,
+            capture,
         })
     }
 

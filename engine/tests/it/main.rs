@@ -7,4 +7,5 @@ mod common;
 mod migrations;
 mod portability;
 mod recall;
+mod trace;
 mod write_path;
