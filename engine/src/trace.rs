@@ -10,6 +10,10 @@
 //! It must never hold a raw embedding (only cosines and ranks). The pool carries the rows'
 //! text: a trace is a local diagnostic file, not something to ship off the machine.
 //!
+//! Scores are JSON numbers: serde_json without `float_roundtrip` may parse a 17-digit raw
+//! score back 1 ULP off, which can move a replayed row only when its cosine sits exactly on
+//! the gate threshold; the response's 4- and 6-decimal figures parse back exactly.
+//!
 //! The trace is built after the pure pass from what [`crate::Engine::recall`] captured
 //! ([`Capture`]); nothing here changes what recall returns.
 
