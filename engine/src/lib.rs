@@ -15,10 +15,13 @@ pub mod embed;
 pub mod error;
 pub mod recall;
 pub mod reconstruct;
+pub mod replay;
 pub mod scope;
 pub mod source;
+pub mod taxonomy;
 pub mod text;
 pub mod time;
+pub mod trace;
 pub mod vector;
 
 mod agent;

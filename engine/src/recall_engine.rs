@@ -23,7 +23,6 @@ use crate::recall::filters::{FilterReport, RowFilters};
 use crate::recall::gate::GateInput;
 use crate::recall::pipeline::{CuePlan, RecallStages};
 use crate::recall::prior::{CuePrior, Prior, PriorRow};
-use crate::recall::shape::Hydrated;
 use crate::recall::{Arm, ArmList, RecallRequest, RecallResponse, Ref, RefKind, run_cued};
 use crate::recall_facts::{ConfidenceContext, row_facts};
 use crate::scope::Scope;
@@ -114,6 +113,9 @@ pub struct RecallResult {
     pub timings: RecallTimings,
     /// Hits the caller's filters removed before fusion.
     pub filtered: FilterReport,
+    /// What the trace needs beyond the stages (`crate::trace`), when `trace`.
+    #[serde(skip)]
+    pub capture: Option<Box<crate::trace::Capture>>,
 }
 
 /// The cue's part of one recall: the plan (absent when the cue was ignored), the response
@@ -457,6 +459,7 @@ impl Engine {
                 )?),
                 None => None,
             };
+            let seen = RefCell::new(Vec::new());
             let mut hydrate_ms = 0.0;
             let started = Instant::now();
             let mut outcome = run_cued(
@@ -475,15 +478,11 @@ impl Engine {
                         }
                     };
                     hydrate_ms += ms(t);
-                    row.map(|s| Hydrated {
-                        content: match r.kind {
-                            RefKind::Mem => s.text,
-                            RefKind::Ep => format!("[Episode] {}", s.text),
-                        },
-                        source: s.source,
-                        timestamp: s.timestamp,
-                        msg_id: s.msg_id,
-                    })
+                    let row = row.map(|s| crate::trace::hydrated(r, s));
+                    if q.trace {
+                        seen.borrow_mut().push((r, row.clone()));
+                    }
+                    row
                 },
                 |candidate| {
                     let context = confidence.as_ref()?;
@@ -505,9 +504,18 @@ impl Engine {
                 outcome.response.time_cue = Some(block);
                 outcome.stages.deliberation = cued.report;
             }
-            Ok((outcome, total, hydrate_ms, gate_input_ms, filtered))
+            let capture = if q.trace {
+                let seen = seen.into_inner();
+                let c = crate::trace::capture(
+                    self, conn, &scope, q, &config, gate_input, &outcome.stages, seen,
+                )?;
+                Some(Box::new(c))
+            } else {
+                None
+            };
+            Ok((outcome, total, hydrate_ms, gate_input_ms, filtered, capture))
         })?;
-        let (mut outcome, total, hydrate_ms, gate_input_ms, filtered) = outcome;
+        let (mut outcome, total, hydrate_ms, gate_input_ms, filtered, capture) = outcome;
         // Held places (association cue, propagation seat): `associations/seats.rs`.
         self.held_seats(q, &scope, &mut outcome.response, &mut advisories)?;
         timings.gate_input_ms = gate_input_ms;
@@ -521,6 +529,7 @@ impl Engine {
             stages: q.trace.then_some(outcome.stages),
             timings,
             filtered,
+            capture,
         })
     }
 

@@ -11,4 +11,5 @@ mod migrations;
 mod portability;
 mod recall;
 mod recall_gaps;
+mod trace;
 mod write_path;

@@ -1,0 +1,337 @@
+//! Counterfactual replay: re-runs the pure recall pass ([`crate::recall::run`]) over a saved
+//! [`RecallTrace`] with one or more conditions changed (depth, gate threshold, one arm alone,
+//! a fusion weight or mode, limit, the full-content budget, `deep`, the cue), using only the
+//! trace's arm lists, gate input and pool: no store, no index, no embedder.
+//!
+//! When the saved pool cannot answer a change exactly (a depth beyond what the arms were
+//! asked for, a row the pool does not hold), the replay still runs on what it has and says
+//! which stage must be re-run (`rerun`). It must never pretend a partial replay is exact.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::error::{Error, Result};
+use crate::recall::pipeline::RecallStages;
+use crate::recall::{Arm, RecallRequest, RecallResponse, Ref, run};
+use crate::trace::{RecallTrace, arm_lists, arm_name, arm_named, fusion_named};
+
+/// The conditions a replay changes; `None` keeps the trace's.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ReplayChanges {
+    /// Per-arm depth.
+    pub depth: Option<usize>,
+    /// The gate's final cosine threshold (after any `deep` factor).
+    pub threshold: Option<f64>,
+    /// Gate on or off.
+    pub gate: Option<bool>,
+    /// Keep this arm's list only.
+    pub arm_alone: Option<Arm>,
+    /// Drop these arms' lists.
+    pub arm_off: Vec<Arm>,
+    /// Fusion weights to override.
+    pub weights: BTreeMap<Arm, f64>,
+    /// Fusion mode.
+    pub fusion: Option<crate::recall::fusion::FusionMode>,
+    /// RRF's k.
+    pub rrf_k: Option<f64>,
+    /// Rows returned.
+    pub limit: Option<usize>,
+    /// The full-content budget (characters).
+    pub budget: Option<usize>,
+    /// `full_content`.
+    pub full_content: Option<bool>,
+    /// `deep`.
+    pub deep: Option<bool>,
+    /// `cue=off` asked (accepted; a single-pass trace has no cue to disable).
+    pub cue_off: bool,
+    /// The changes as given, for the report.
+    pub given: Vec<String>,
+}
+
+fn bad(reason: String) -> Error {
+    Error::InvalidInput {
+        field: "replay --set",
+        reason,
+    }
+}
+
+fn parse<T: std::str::FromStr>(key: &str, value: &str) -> Result<T> {
+    value
+        .parse()
+        .map_err(|_| bad(format!("{key}={value}: not a valid value for {key}")))
+}
+
+fn parse_bool(key: &str, value: &str) -> Result<bool> {
+    match value {
+        "on" | "true" | "1" => Ok(true),
+        "off" | "false" | "0" => Ok(false),
+        _ => Err(bad(format!("{key}={value}: expected on|off|true|false"))),
+    }
+}
+
+fn parse_arm(key: &str, value: &str) -> Result<Arm> {
+    arm_named(value).ok_or_else(|| {
+        bad(format!(
+            "{key}={value}: expected one of vector_near, vector_far, episode_fts, memory_keyword"
+        ))
+    })
+}
+
+fn finite(key: &str, value: &str) -> Result<f64> {
+    let v: f64 = parse(key, value)?;
+    if v.is_finite() && v >= 0.0 {
+        Ok(v)
+    } else {
+        Err(bad(format!("{key}={value}: must be finite and >= 0")))
+    }
+}
+
+impl ReplayChanges {
+    /// Parses one `key=value`. Keys: `depth`, `threshold`, `gate`, `arm` (one arm alone),
+    /// `arm_off`, `weight.<arm>`, `fusion` (rrf|rsf), `rrf_k`, `limit`, `budget`,
+    /// `full_content`, `deep`, `cue` (off).
+    pub fn set(&mut self, pair: &str) -> Result<()> {
+        let (key, value) = pair
+            .split_once('=')
+            .ok_or_else(|| bad(format!("{pair:?}: expected key=value")))?;
+        let (key, value) = (key.trim(), value.trim());
+        match key {
+            "depth" => {
+                let d: usize = parse(key, value)?;
+                if d == 0 {
+                    return Err(bad("depth=0: must be at least 1".into()));
+                }
+                self.depth = Some(d);
+            }
+            "threshold" => self.threshold = Some(finite(key, value)?),
+            "gate" => self.gate = Some(parse_bool(key, value)?),
+            "arm" => self.arm_alone = Some(parse_arm(key, value)?),
+            "arm_off" => self.arm_off.push(parse_arm(key, value)?),
+            "fusion" | "mode" => {
+                self.fusion = Some(
+                    fusion_named(value)
+                        .ok_or_else(|| bad(format!("{key}={value}: expected rrf or rsf")))?,
+                )
+            }
+            "rrf_k" => self.rrf_k = Some(finite(key, value)?),
+            "limit" | "k" => {
+                let n: usize = parse(key, value)?;
+                if n == 0 {
+                    return Err(bad(format!("{key}=0: must be at least 1")));
+                }
+                self.limit = Some(n);
+            }
+            "budget" => self.budget = Some(parse(key, value)?),
+            "full_content" => self.full_content = Some(parse_bool(key, value)?),
+            "deep" => self.deep = Some(parse_bool(key, value)?),
+            "cue" => {
+                if parse_bool(key, value)? {
+                    return Err(bad("cue=on: a replay can only disable a cue".into()));
+                }
+                self.cue_off = true;
+            }
+            _ => match key.strip_prefix("weight.") {
+                Some(arm) => {
+                    let arm = parse_arm(key, arm)?;
+                    self.weights.insert(arm, finite(key, value)?);
+                }
+                None => return Err(bad(format!("unknown key {key:?}"))),
+            },
+        }
+        self.given.push(format!("{key}={value}"));
+        Ok(())
+    }
+
+    /// Parses every `key=value`.
+    pub fn parse_all<'a>(pairs: impl IntoIterator<Item = &'a str>) -> Result<ReplayChanges> {
+        let mut changes = ReplayChanges::default();
+        for pair in pairs {
+            changes.set(pair)?;
+        }
+        Ok(changes)
+    }
+}
+
+/// A stage the replay could not answer from the trace alone.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Rerun {
+    /// `arms` (candidate generation) or `hydrate`.
+    pub stage: &'static str,
+    /// Why.
+    pub reason: String,
+}
+
+/// A replay's result.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ReplayOutcome {
+    /// The changes applied, as given.
+    pub changes: Vec<String>,
+    /// True when the pool answered every change exactly (`rerun` empty).
+    pub exact: bool,
+    /// Stages that must be re-run against the store for an exact answer.
+    pub rerun: Vec<Rerun>,
+    /// What the replay wants the reader to know.
+    pub notes: Vec<String>,
+    /// The response the changed pass returns.
+    pub response: RecallResponse,
+    /// What its stages saw.
+    pub stages: RecallStages,
+    /// True when `response` equals the trace's response.
+    pub unchanged: bool,
+}
+
+impl ReplayOutcome {
+    /// The returned refs best first.
+    pub fn refs_best_first(&self) -> Vec<Ref> {
+        self.response
+            .messages
+            .iter()
+            .rev()
+            .map(|m| m.r#ref)
+            .collect()
+    }
+}
+
+/// The trace's returned refs best first.
+pub fn trace_refs_best_first(trace: &RecallTrace) -> Vec<Ref> {
+    trace.response["messages"]
+        .as_array()
+        .map(|rows| {
+            rows.iter()
+                .rev()
+                .filter_map(|m| m["ref"].as_str()?.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Re-runs the pure pass over `trace` with `changes`.
+pub fn replay(trace: &RecallTrace, changes: &ReplayChanges) -> Result<ReplayOutcome> {
+    let mut config = trace.config.to_config()?;
+    let mut gate_input = trace.gate_input();
+    let mut rerun = Vec::new();
+    let mut notes = Vec::new();
+    let fetched = trace.config.depth.per_arm;
+
+    if let Some(depth) = changes.depth {
+        config.depth.floor = config.depth.floor.min(depth);
+        config.depth.max = config.depth.max.max(depth);
+        config.depth.default = depth;
+        if depth > fetched {
+            let short: Vec<String> = trace
+                .arms
+                .iter()
+                .filter(|a| !a.exhausted)
+                .map(|a| a.arm.clone())
+                .collect();
+            if short.is_empty() {
+                notes.push(format!(
+                    "depth {depth} > {fetched} fetched, but every arm returned fewer hits than \
+                     {fetched}: the pool suffices"
+                ));
+            } else {
+                rerun.push(Rerun {
+                    stage: "arms",
+                    reason: format!(
+                        "depth {depth} > {fetched} fetched and {} filled the depth: re-run the \
+                         arms at depth {depth} (this replay used the {fetched} saved hits)",
+                        short.join(", ")
+                    ),
+                });
+            }
+        }
+    }
+    if let Some(deep) = changes.deep {
+        gate_input.deep = deep;
+    }
+    if let Some(enabled) = changes.gate {
+        config.gate.enabled = enabled;
+    }
+    if let Some(threshold) = changes.threshold {
+        // The final threshold exactly: a calibrated base with the deep factor neutralised.
+        gate_input.calibrated = Some(threshold);
+        config.gate.deep_factor = 1.0;
+        config.gate.enabled = changes.gate.unwrap_or(true);
+    }
+    for (arm, weight) in &changes.weights {
+        match arm {
+            Arm::VectorNear => config.weights.vector_near = *weight,
+            Arm::VectorFar => config.weights.vector_far = *weight,
+            Arm::EpisodeFts => config.weights.episode_fts = *weight,
+            Arm::MemoryKeyword => config.weights.memory_keyword = *weight,
+        }
+    }
+    if let Some(mode) = changes.fusion {
+        config.fusion = mode;
+    }
+    if let Some(k) = changes.rrf_k {
+        config.rrf_k = k;
+    }
+    if let Some(budget) = changes.budget {
+        config.shape.full_content_budget_chars = budget;
+    }
+    if changes.cue_off {
+        notes.push(format!(
+            "no cue in this trace (process {}): cue=off changes nothing",
+            trace.policy.process
+        ));
+    }
+
+    let mut arms = arm_lists(&trace.arms)?;
+    if let Some(alone) = changes.arm_alone {
+        arms.retain(|l| l.arm == alone);
+        if arms.is_empty() {
+            notes.push(format!("{} has no list in this trace", arm_name(alone)));
+        }
+    }
+    arms.retain(|l| !changes.arm_off.contains(&l.arm));
+
+    let limit = changes.limit.unwrap_or(trace.request.limit);
+    let request = RecallRequest {
+        query: &trace.query.text,
+        limit,
+        deep: gate_input.deep,
+        full_content: changes.full_content.unwrap_or(trace.request.full_content),
+    };
+    let pool = trace.pool_map();
+    let mut missing = Vec::new();
+    let outcome = run(
+        &config,
+        &request,
+        arms,
+        &gate_input,
+        |r| match pool.get(&r) {
+            Some(row) => row.clone(),
+            None => {
+                missing.push(r);
+                None
+            }
+        },
+        |_| None,
+    );
+    if !missing.is_empty() {
+        rerun.push(Rerun {
+            stage: "hydrate",
+            reason: format!(
+                "{} rows are not in the saved pool (shown as vanished): {}",
+                missing.len(),
+                missing
+                    .iter()
+                    .map(Ref::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        });
+    }
+    let unchanged = serde_json::to_value(&outcome.response).ok().as_ref() == Some(&trace.response);
+    Ok(ReplayOutcome {
+        changes: changes.given.clone(),
+        exact: rerun.is_empty(),
+        rerun,
+        notes,
+        response: outcome.response,
+        stages: outcome.stages,
+        unchanged,
+    })
+}
