@@ -4,6 +4,9 @@
 //! the only filters applied are CPersona's `exclude_contents` and `source_id`, which drop rows
 //! the engine returned and say how many.
 
+use std::collections::HashSet;
+
+use cpersona_engine::recall::Ref;
 use cpersona_engine::{RecallQuery, RecallResult};
 use serde_json::{Value, json};
 
@@ -53,18 +56,32 @@ pub(crate) fn recall(
         );
     }
     if trace {
-        object.insert("trace".to_owned(), trace_of(&result)?);
+        let trace = trace_of(&result, object.get("messages"))?;
+        object.insert("trace".to_owned(), trace);
     }
     Ok(body)
 }
 
-fn trace_of(result: &RecallResult) -> ToolResult {
-    Ok(json!({
-        "stages": to_value(&result.stages)?,
-        "vector": to_value(&result.vector)?,
-        "keyword_fallback": result.keyword_fallback,
-        "timings_ms": to_value(&result.timings)?,
-    }))
+/// The engine's versioned recall trace (`cpersona_engine::trace`), with the rows this
+/// server's filters dropped after the engine marked `filtered`. `kept` is the response's
+/// `messages` after those filters. The trace replays offline (`cpersona replay`).
+fn trace_of(result: &RecallResult, kept: Option<&Value>) -> ToolResult {
+    let Some(mut trace) = result.trace() else {
+        return Err(ToolError::internal("recall ran without its trace capture"));
+    };
+    let kept: HashSet<&str> = kept
+        .and_then(Value::as_array)
+        .map(|rows| rows.iter().filter_map(|m| m["ref"].as_str()).collect())
+        .unwrap_or_default();
+    let filtered: Vec<Ref> = result
+        .response
+        .messages
+        .iter()
+        .map(|m| m.r#ref)
+        .filter(|r| !kept.contains(r.to_string().as_str()))
+        .collect();
+    trace.mark_filtered(&filtered);
+    to_value(&trace)
 }
 
 /// Drops messages whose content starts with an excluded text, or whose `source.id` does not

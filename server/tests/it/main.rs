@@ -11,5 +11,6 @@ mod fake;
 mod http;
 mod mcp;
 mod py;
+mod replay_cli;
 mod schemas;
 mod tidy;
