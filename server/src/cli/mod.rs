@@ -1,10 +1,12 @@
 //! The command line: `serve` (the default), `index`, `import`, `export`, `check`, `model`,
-//! `embed-serve`. Parses flags, reads configuration once, sets up logging to stderr, and
+//! `embed-serve`, `recall`, `replay`. Parses flags, reads configuration once, sets up logging to stderr, and
 //! hands off; it never prints to stdout while serving stdio.
 
 mod admin;
 mod index;
 mod open;
+mod recall;
+mod replay;
 mod serve;
 
 use std::net::SocketAddr;
@@ -67,6 +69,10 @@ pub enum Command {
         #[command(subcommand)]
         action: ModelAction,
     },
+    /// Run one recall against the database (JSON on stdout); --trace-out saves its trace.
+    Recall(recall::RecallArgs),
+    /// Re-score a saved recall trace offline with conditions changed (--set k=v).
+    Replay(replay::ReplayArgs),
     /// Serve the configured embedder over CPersona's HTTP embedding contract.
     EmbedServe {
         /// Address to listen on, e.g. 127.0.0.1:8401.
@@ -174,6 +180,8 @@ fn run(command: Command, config: Config) -> Result<(), RunError> {
             action: ModelAction::Install { dir },
         } => admin::model_install(&config, &dir),
         Command::EmbedServe { http } => admin::embed_serve(&config, http),
+        Command::Recall(args) => recall::run(&config, args),
+        Command::Replay(args) => replay::run(&config, args),
     }
 }
 

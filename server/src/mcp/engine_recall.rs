@@ -35,18 +35,19 @@ pub(crate) fn recall(backend: &EngineBackend, query: RecallQuery) -> ToolResult 
         object.insert("notices".to_owned(), json!(result.advisories));
     }
     if trace {
-        object.insert("trace".to_owned(), trace_of(&result)?);
+        let trace = trace_of(&result)?;
+        object.insert("trace".to_owned(), trace);
     }
     Ok(body)
 }
 
+/// The engine's versioned recall trace (`cpersona_engine::trace`); it replays offline
+/// (`cpersona replay`).
 fn trace_of(result: &RecallResult) -> ToolResult {
-    Ok(json!({
-        "stages": to_value(&result.stages)?,
-        "vector": to_value(&result.vector)?,
-        "keyword_fallback": result.keyword_fallback,
-        "timings_ms": to_value(&result.timings)?,
-    }))
+    let Some(trace) = result.trace() else {
+        return Err(ToolError::internal("recall ran without its trace capture"));
+    };
+    to_value(&trace)
 }
 
 /// The engine's time cue from the wire's: every check (after < before, unit, whole value,

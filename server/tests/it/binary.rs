@@ -9,7 +9,7 @@ use std::process::{Command, Stdio};
 use serde_json::{Value, json};
 
 /// The binary over a store in `dir` (created by the binary), with the hash embedder.
-fn cpersona_in(dir: &Path) -> Command {
+pub(crate) fn cpersona_in(dir: &Path) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_cpersona"));
     // Only what a test sets: no inherited CPERSONA_* setting may change the outcome.
     for (key, _) in std::env::vars_os() {
@@ -29,7 +29,7 @@ fn cpersona() -> (Command, tempfile::TempDir) {
 }
 
 /// Calls `tools` in order over stdio and returns each tool's JSON body.
-fn call_tools(dir: &Path, tools: &[(&str, Value)]) -> Vec<Value> {
+pub(crate) fn call_tools(dir: &Path, tools: &[(&str, Value)]) -> Vec<Value> {
     let mut child = cpersona_in(dir)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -67,7 +67,7 @@ fn call_tools(dir: &Path, tools: &[(&str, Value)]) -> Vec<Value> {
     bodies
 }
 
-fn run_ok(cmd: &mut Command) -> String {
+pub(crate) fn run_ok(cmd: &mut Command) -> String {
     let out = cmd.output().unwrap();
     assert!(
         out.status.success(),

@@ -13,5 +13,6 @@ mod http;
 mod mcp;
 mod py;
 mod reconstruct;
+mod replay_cli;
 mod schemas;
 mod tidy;

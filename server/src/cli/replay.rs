@@ -1,0 +1,120 @@
+//! `cpersona replay TRACE --set depth=100 [--set k=v ...] [--expect mem:12] [--store]`:
+//! re-scores a saved recall trace offline with conditions changed (`cpersona_engine::replay`)
+//! and prints the rows before and after, what had to be re-run, and with `--expect` the
+//! failure code (`cpersona_engine::taxonomy`). Offline by default: no embedder, no database;
+//! `--store` reads the expected row's facts from the database (read only).
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use cpersona_engine::recall::{RecallResponse, Ref};
+use cpersona_engine::replay::{ReplayChanges, replay};
+use cpersona_engine::taxonomy::attribute;
+use cpersona_engine::trace::RecallTrace;
+use serde_json::{Value, json};
+
+use crate::cli::{RunError, admin};
+use crate::config::Config;
+
+/// What `cpersona replay` was asked.
+#[derive(Debug, clap::Args)]
+pub struct ReplayArgs {
+    /// A trace written by `cpersona recall --trace-out` (or a `recall` tool's `trace`).
+    pub trace: PathBuf,
+    /// One changed condition, `key=value`: depth, threshold, gate=on|off, arm=ARM (alone),
+    /// arm_off=ARM, weight.ARM=W, fusion=rrf|rsf, rrf_k, limit, budget, full_content, deep,
+    /// cue=off. Repeatable.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub sets: Vec<String>,
+    /// The ref that should have come back (`mem:12`): prints its failure code.
+    #[arg(long, value_name = "REF")]
+    pub expect: Option<String>,
+    /// With --expect: read the expected row's facts from the database (capture and
+    /// representation misses need them).
+    #[arg(long)]
+    pub store: bool,
+}
+
+/// Rows best first: position, ref, fused score.
+fn rows(messages: impl DoubleEndedIterator<Item = (String, Value)>) -> Vec<Value> {
+    messages
+        .rev()
+        .enumerate()
+        .map(|(position, (r, score))| json!({"position": position, "ref": r, "score": score}))
+        .collect()
+}
+
+fn response_rows(response: &RecallResponse) -> Vec<Value> {
+    rows(
+        response
+            .messages
+            .iter()
+            .map(|m| (m.r#ref.to_string(), json!(m.score))),
+    )
+}
+
+fn trace_rows(trace: &RecallTrace) -> Vec<Value> {
+    let messages = trace.response["messages"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    rows(messages.into_iter().map(|m| {
+        (
+            m["ref"].as_str().unwrap_or_default().to_owned(),
+            m["score"].clone(),
+        )
+    }))
+}
+
+/// Runs the replay and prints the report.
+pub(crate) fn run(config: &Config, args: ReplayArgs) -> Result<(), RunError> {
+    let text = std::fs::read_to_string(&args.trace)
+        .with_context(|| format!("cannot read {}", args.trace.display()))?;
+    let trace = RecallTrace::from_json(&text)
+        .with_context(|| format!("{} is not a recall trace", args.trace.display()))
+        .map_err(RunError::config)?;
+    let changes =
+        ReplayChanges::parse_all(args.sets.iter().map(String::as_str)).map_err(RunError::config)?;
+    let expected: Option<Ref> = args
+        .expect
+        .as_deref()
+        .map(str::parse)
+        .transpose()
+        .map_err(RunError::config)?;
+    if args.store && expected.is_none() {
+        return Err(RunError::config(anyhow::anyhow!("--store needs --expect")));
+    }
+    let out = replay(&trace, &changes).context("replay failed")?;
+    let mut report = json!({
+        "trace": args.trace,
+        "changes": out.changes,
+        "exact": out.exact,
+        "rerun": out.rerun,
+        "notes": out.notes,
+        "unchanged": out.unchanged,
+        "before": trace_rows(&trace),
+        "after": response_rows(&out.response),
+    });
+    if let Some(expected) = expected {
+        let facts = if args.store {
+            let engine = admin::open_engine(config)?;
+            let s = &trace.scope;
+            Some(
+                engine
+                    .row_facts(
+                        &s.agent_id,
+                        s.project_id.as_deref(),
+                        s.channel.as_deref(),
+                        expected,
+                    )
+                    .context("cannot read the expected row")?,
+            )
+        } else {
+            None
+        };
+        let attribution = attribute(&trace, expected, facts).context("attribution failed")?;
+        report["attribution"] = serde_json::to_value(&attribution)?;
+        report["after_expected"] = json!(out.refs_best_first().iter().position(|r| *r == expected));
+    }
+    admin::print_json(&report)
+}

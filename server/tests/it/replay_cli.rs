@@ -1,0 +1,98 @@
+//! `cpersona recall --trace-out` and `cpersona replay` through the real binary, and the
+//! `recall` tool's `trace` replaying offline to the response it came with.
+
+use std::process::Command;
+
+use serde_json::{Value, json};
+
+use crate::binary::{call_tools, cpersona_in, run_ok};
+
+const TEXTS: &[&str] = &[
+    "apple river stone",
+    "apple cloud engine",
+    "river garden winter",
+    "copper signal harbor",
+    "apple lantern meadow",
+    "stone winter apple",
+];
+
+fn replay(dir: &std::path::Path, trace: &std::path::Path, args: &[&str]) -> Command {
+    let mut cmd = cpersona_in(dir);
+    cmd.arg("replay").arg(trace).args(args);
+    cmd
+}
+
+#[test]
+fn recall_trace_out_then_replay_changes_and_attributes() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut calls: Vec<(&str, Value)> = TEXTS
+        .iter()
+        .map(|t| ("store", json!({"agent_id": "a", "content": t})))
+        .collect();
+    calls.push((
+        "recall",
+        json!({"agent_id": "a", "query": "apple", "limit": 3, "trace": true}),
+    ));
+    let bodies = call_tools(dir.path(), &calls);
+    let tool = bodies.last().unwrap();
+    assert_eq!(
+        tool["trace"]["format"], "cpersona-rs.recall-trace",
+        "{tool}"
+    );
+    assert_eq!(tool["trace"]["response"]["messages"], tool["messages"]);
+
+    // The tool's trace replays offline to the response it came with.
+    let tool_trace = dir.path().join("tool.json");
+    std::fs::write(&tool_trace, tool["trace"].to_string()).unwrap();
+    let same: Value =
+        serde_json::from_str(&run_ok(&mut replay(dir.path(), &tool_trace, &[]))).unwrap();
+    assert_eq!(same["unchanged"], true, "{same}");
+    assert_eq!(same["before"], same["after"]);
+
+    let trace = dir.path().join("t.json");
+    let out: Value = serde_json::from_str(&run_ok(
+        cpersona_in(dir.path())
+            .args([
+                "recall",
+                "--agent",
+                "a",
+                "apple",
+                "--limit",
+                "2",
+                "--trace-out",
+            ])
+            .arg(&trace),
+    ))
+    .unwrap();
+    assert_eq!(
+        out["response"]["messages"].as_array().unwrap().len(),
+        2,
+        "{out}"
+    );
+
+    let cut = json!(
+        serde_json::from_str::<Value>(&std::fs::read_to_string(&trace).unwrap()).unwrap()["exclusions"]
+            [0]["ref"]
+    );
+    let cut = cut
+        .as_str()
+        .expect("limit 2 leaves an excluded candidate")
+        .to_owned();
+    let report: Value = serde_json::from_str(&run_ok(&mut replay(
+        dir.path(),
+        &trace,
+        &["--set", "gate=off", "--set", "limit=6", "--expect", &cut],
+    )))
+    .unwrap();
+    assert_eq!(report["before"].as_array().unwrap().len(), 2, "{report}");
+    assert!(report["after"].as_array().unwrap().len() > 2, "{report}");
+    assert_eq!(report["unchanged"], false);
+    let code = report["attribution"]["code"].as_str().unwrap();
+    assert!(["RANKING_MISS", "FILTER_DROP"].contains(&code), "{report}");
+
+    let bad = replay(dir.path(), &trace, &["--set", "sideways=1"])
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("sideways"));
+}
