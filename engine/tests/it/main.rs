@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used)]
 
 mod common;
+mod fuzz;
 mod migrations;
 mod portability;
 mod recall;

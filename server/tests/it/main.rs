@@ -7,7 +7,10 @@
 #![allow(clippy::unwrap_used)]
 
 mod binary;
+mod crash;
 mod fake;
+mod faults;
+mod fuzz;
 mod http;
 mod mcp;
 mod py;
