@@ -43,11 +43,11 @@ fn the_checker_catches_a_lost_write() {
     });
     assert!(report.failures.is_empty(), "{report:#?}");
     let db = dir.path().join("crash.db");
-    harness::check_store(&db, &report.model).unwrap();
+    check::check_store(&db, &report.model).unwrap();
     let (&victim, _) = report.model.iter().next().expect("the run stored rows");
     let conn = rusqlite::Connection::open(&db).unwrap();
     conn.execute("DELETE FROM memories WHERE id = ?1", [victim])
         .unwrap();
-    let err = harness::check_store(&db, &report.model).unwrap_err();
+    let err = check::check_store(&db, &report.model).unwrap_err();
     assert!(err.contains(&format!("missing [{victim}]")), "{err}");
 }

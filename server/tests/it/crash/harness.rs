@@ -18,8 +18,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-pub(crate) use super::check::check_store;
-use super::check::{Account, Op, check_generation, restart_check, token_of, verify};
+use super::check::{Account, Op, check_generation, restart_check, verify};
 
 /// The one agent the harness writes as.
 pub(crate) const AGENT: &str = "crash";
@@ -42,7 +41,7 @@ pub(crate) struct CrashConfig {
 }
 
 /// What a run saw.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Default)]
 pub(crate) struct CrashReport {
     pub(crate) iterations: usize,
     /// Writes the server acknowledged (each import counts once).
@@ -65,6 +64,24 @@ pub(crate) struct CrashReport {
     pub(crate) model: BTreeMap<i64, String>,
 }
 
+impl std::fmt::Debug for CrashReport {
+    /// Everything but the model, which can be megabytes.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CrashReport")
+            .field("iterations", &self.iterations)
+            .field("acked_writes", &self.acked_writes)
+            .field("in_flight_kills", &self.in_flight_kills)
+            .field("in_flight_landed", &self.in_flight_landed)
+            .field("rebuild_kills", &self.rebuild_kills)
+            .field("rebuilds_finished", &self.rebuilds_finished)
+            .field("generations_validated", &self.generations_validated)
+            .field("final_rows", &self.final_rows)
+            .field("failures", &self.failures)
+            .finish_non_exhaustive()
+    }
+}
+
+/// splitmix64: enough randomness for choices, no dependency.
 pub(crate) struct Rng(u64);
 
 impl Rng {
@@ -358,9 +375,9 @@ impl Plan {
         let _ = events.send(());
         let mut rng = Rng::new(self.seed);
         let mut serial = self.serial_start;
-        let mut token = |serial: &mut u64| {
+        let token = |serial: &mut u64| {
             *serial += 1;
-            format!("zq{}x{}", self.iteration, *serial)
+            format!("zq{}x{}q", self.iteration, *serial)
         };
         for _ in 0..MAX_OPS_PER_ITERATION {
             let ids: Vec<i64> = self.model.keys().copied().collect();
@@ -421,6 +438,12 @@ impl Plan {
                 }
                 Some(Ok(body)) => {
                     account.in_flight = None;
+                    if let Op::Import { contents } = &op
+                        && body["imported_memories"].as_u64() != Some(contents.len() as u64)
+                    {
+                        account.refused.push(format!("import_memories: {body}"));
+                        return account;
+                    }
                     let id = body["id"].as_i64();
                     match &op {
                         Op::Store { content } => {
@@ -451,7 +474,9 @@ fn write_import(path: &Path, contents: &[String]) -> std::io::Result<()> {
     for content in contents {
         text.push('\n');
         text.push_str(
-            &json!({"_type": "memory", "agent_id": AGENT, "content": content}).to_string(),
+            &json!({"_type": "memory", "agent_id": AGENT, "content": content,
+                "created_at": "2026-01-31T09:30:00Z", "timestamp": "2026-01-31T09:30:00Z"})
+            .to_string(),
         );
     }
     text.push('\n');
