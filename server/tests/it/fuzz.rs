@@ -207,6 +207,7 @@ fn random_arguments_to_every_tool_answer_ok_or_a_clear_error() {
     // The server is still whole and answering.
     let (is_error, body) = outcome(&server.call("check_health", &json!({})));
     assert!(!is_error, "{body}");
+    eprintln!("decoder fuzz: {DECODER_FUZZ_CASES} calls, {ok} ok, {refused} refused");
     assert!(
         refused > ok,
         "the fuzz mostly sent valid input: {ok} ok, {refused} refused"
@@ -377,4 +378,8 @@ fn every_tool_refuses_bad_input_clearly_and_writes_nothing() {
     );
     assert_eq!(server.fingerprint(), before, "a refused call wrote");
     assert!(tried >= 200, "only {tried} cases");
+    eprintln!(
+        "bad-input table: {tried} cases over {} tools, all refused, nothing written",
+        tools.len()
+    );
 }
