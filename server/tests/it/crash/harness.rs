@@ -193,6 +193,14 @@ pub(crate) fn run(config: &CrashConfig) -> CrashReport {
     let mut serial = 0u64;
     for iteration in 0..config.iterations {
         report.iterations += 1;
+        // A fresh store every STORE_ITERATIONS kills, so a long soak stays fast: each check
+        // reads every row, and the store only grows.
+        if iteration > 0 && iteration % STORE_ITERATIONS == 0 {
+            for suffix in ["", "-wal", "-shm", ".memories.gen", ".episodes.gen"] {
+                let _ = std::fs::remove_file(format!("{}{suffix}", db.display()));
+            }
+            model.clear();
+        }
         let old_gen = std::fs::read(&gen_path).ok();
         let mut server = match command(&config.bin, &db)
             .stdin(Stdio::piped())
@@ -356,6 +364,9 @@ impl LaterRpc {
         Some(rpc)
     }
 }
+
+/// Kills one store takes before the soak starts a fresh one.
+const STORE_ITERATIONS: usize = 25;
 
 /// The most writes one iteration sends (the kill usually comes first).
 const MAX_OPS_PER_ITERATION: usize = 400;
