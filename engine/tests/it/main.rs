@@ -7,6 +7,7 @@ mod associations;
 mod common;
 mod cue;
 mod derived;
+mod fuzz;
 mod migrations;
 mod portability;
 mod recall;

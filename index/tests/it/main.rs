@@ -3,6 +3,7 @@
 
 mod corrupt;
 mod filter;
+mod fuzz;
 mod golden;
 mod roundtrip;
 mod util;

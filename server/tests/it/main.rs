@@ -8,7 +8,10 @@
 
 mod associations;
 mod binary;
+mod crash;
 mod fake;
+mod faults;
+mod fuzz;
 mod http;
 mod mcp;
 mod py;
