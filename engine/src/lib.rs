@@ -29,6 +29,7 @@ mod arms;
 pub mod associations;
 mod block_index;
 pub mod blocks;
+mod calibration_engine;
 mod derived;
 mod engine;
 mod episodes;

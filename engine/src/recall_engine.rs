@@ -13,7 +13,6 @@ use crate::arms::envelope::{self, QueryVector};
 use crate::arms::{lexical, vector};
 use crate::engine::Engine;
 use crate::error::{Error, Result};
-use crate::recall::calibrate::{CalibrationParams, calibrate};
 use crate::recall::contents::{
     BUDGET_CHARS, ContentsResponse, StoredContent, get_contents, parse_requests,
 };
@@ -26,7 +25,6 @@ use crate::recall::prior::{CuePrior, Prior, PriorRow};
 use crate::recall::{Arm, ArmList, RecallRequest, RecallResponse, Ref, RefKind, run_cued};
 use crate::recall_facts::{ConfidenceContext, row_facts};
 use crate::scope::Scope;
-use crate::vector::{decode, format_from_tag};
 
 pub use crate::arms::vector::{MAX_MEMORIES, PREFILTER_MIN_ROWS, VectorReport};
 
@@ -149,7 +147,7 @@ fn ms(since: Instant) -> f64 {
     since.elapsed().as_secs_f64() * 1000.0
 }
 
-fn parse_json(text: &str) -> Option<serde_json::Value> {
+pub(crate) fn parse_json(text: &str) -> Option<serde_json::Value> {
     serde_json::from_str(text).ok()
 }
 
@@ -507,7 +505,15 @@ impl Engine {
             let capture = if q.trace {
                 let seen = seen.into_inner();
                 let c = crate::trace::capture(
-                    self, conn, &scope, q, &config, gate_input, &outcome.stages, seen,
+                    self,
+                    conn,
+                    &scope,
+                    q,
+                    &config,
+                    gate_input,
+                    &outcome.stages,
+                    seen,
+                    confidence.as_ref(),
                 )?;
                 Some(Box::new(c))
             } else {
@@ -548,82 +554,6 @@ impl Engine {
             get_contents(requests, BUDGET_CHARS, |r| {
                 crate::derived::with_ranges(conn, r, read_scoped(conn, &scope, r)?)
             })
-        })
-    }
-
-    /// Calibrates the gate for `agent_id` from its stored vectors (newest
-    /// [`CALIBRATION_SAMPLE_ROWS`] memories, sessions = `source.id`, else `msg_id` prefix,
-    /// else channel) and stores it in the `calibration` table, which the gate then reads.
-    pub fn calibrate_threshold(&self, agent_id: &str) -> Result<CalibrationOutcome> {
-        let target = self.vector_target();
-        let (vectors, sessions) = self.read(|conn| {
-            let mut stmt = conn.prepare(
-                "SELECT embedding, embedding_format, source, channel FROM memories \
-                 WHERE agent_id = ?1 AND embedding IS NOT NULL AND embedding_model = ?2 \
-                 AND embedding_dim = ?3 ORDER BY created_at_ms DESC, id ASC LIMIT ?4",
-            )?;
-            let mut rows = stmt.query(rusqlite::params![
-                agent_id,
-                target.model_id,
-                target.dim as i64,
-                CALIBRATION_SAMPLE_ROWS as i64
-            ])?;
-            let mut vectors = Vec::new();
-            let mut sessions = Vec::new();
-            while let Some(row) = rows.next()? {
-                let blob: Vec<u8> = row.get(0)?;
-                let Some(v) =
-                    format_from_tag(&row.get::<_, String>(1)?).and_then(|f| decode(&blob, f))
-                else {
-                    continue;
-                };
-                let source = parse_json(&row.get::<_, String>(2)?);
-                let session = source
-                    .as_ref()
-                    .and_then(|s| s.get("id")?.as_str().map(str::to_owned))
-                    .filter(|s| !s.is_empty())
-                    .unwrap_or_else(|| {
-                        format!("channel:{}", row.get::<_, String>(3).unwrap_or_default())
-                    });
-                vectors.push(v);
-                sessions.push(session);
-            }
-            // Oldest first: positive pairs are consecutive members of a session in time order.
-            vectors.reverse();
-            sessions.reverse();
-            Ok((vectors, sessions))
-        })?;
-        let refs: Vec<&[f32]> = vectors.iter().map(Vec::as_slice).collect();
-        let params = CalibrationParams {
-            beta: self.effective_recall_beta(agent_id)?,
-            ..CalibrationParams::default()
-        };
-        let calibration = calibrate(&refs, &sessions, &params)?;
-        let payload = serde_json::to_string(&calibration).map_err(|err| Error::InvalidInput {
-            field: "calibration",
-            reason: err.to_string(),
-        })?;
-        self.write(|tx| {
-            tx.execute(
-                "INSERT INTO calibration(agent_id, payload, embedding_model, embedding_dim, \
-                 scoring_version, calibrated_at_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6) \
-                 ON CONFLICT(agent_id) DO UPDATE SET payload = excluded.payload, \
-                 embedding_model = excluded.embedding_model, embedding_dim = excluded.embedding_dim, \
-                 scoring_version = excluded.scoring_version, calibrated_at_ms = excluded.calibrated_at_ms",
-                rusqlite::params![
-                    agent_id,
-                    payload,
-                    target.model_id,
-                    target.dim as i64,
-                    SCORING_VERSION,
-                    chrono::Utc::now().timestamp_millis()
-                ],
-            )?;
-            Ok(())
-        })?;
-        Ok(CalibrationOutcome {
-            agent_id: agent_id.to_owned(),
-            calibration,
         })
     }
 }

@@ -93,14 +93,31 @@ impl ConfidenceContext {
         })
     }
 
+    /// The constants confidence is computed with.
+    pub(crate) fn params(&self) -> ConfidenceParams {
+        self.params
+    }
+
     /// The confidence of one returned row, from its stored timestamp and recall history.
     pub(crate) fn of(
         &self,
         conn: &Connection,
         candidate: &FusedCandidate,
     ) -> Result<Option<Confidence>> {
+        Ok(self.input_of(conn, candidate.r#ref)?.map(|input| {
+            confidence(
+                &self.params,
+                &ConfidenceInput {
+                    cosine: candidate.cosine,
+                    ..input
+                },
+            )
+        }))
+    }
+
+    /// One row's confidence input without its cosine (the fused candidate supplies that).
+    pub(crate) fn input_of(&self, conn: &Connection, r: Ref) -> Result<Option<ConfidenceInput>> {
         let hours = |ms: i64| ms as f64 / MS_PER_HOUR;
-        let r = candidate.r#ref;
         // (timestamp, recall count, last recalled, resolved)
         type Facts = (Option<i64>, i64, Option<i64>, Option<bool>);
         let facts: Option<Facts> = match r.kind {
@@ -124,7 +141,7 @@ impl ConfidenceContext {
             return Ok(None);
         };
         let input = ConfidenceInput {
-            cosine: candidate.cosine,
+            cosine: None,
             age_hours: timestamp_ms.map(|t| hours(self.now_ms - t)),
             time_range_hours: self.span.map_or(0.0, |(old, new)| hours(new - old)),
             newest_age_hours: self.span.map(|(_, new)| hours(self.now_ms - new)),
@@ -134,6 +151,6 @@ impl ConfidenceContext {
             recently_recalled: last_recalled_ms.is_some_and(|t| self.now_ms - t < RECENT_RECALL_MS),
             deep: self.deep,
         };
-        Ok(Some(confidence(&self.params, &input)))
+        Ok(Some(input))
     }
 }

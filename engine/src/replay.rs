@@ -295,6 +295,7 @@ pub fn replay(trace: &RecallTrace, changes: &ReplayChanges) -> Result<ReplayOutc
         full_content: changes.full_content.unwrap_or(trace.request.full_content),
     };
     let pool = trace.pool_map();
+    let confidence = trace.confidence_inputs();
     let mut missing = Vec::new();
     let outcome = run(
         &config,
@@ -308,7 +309,7 @@ pub fn replay(trace: &RecallTrace, changes: &ReplayChanges) -> Result<ReplayOutc
                 None
             }
         },
-        |_| None,
+        |candidate| trace.confidence_of(&confidence, candidate),
     );
     if !missing.is_empty() {
         rerun.push(Rerun {

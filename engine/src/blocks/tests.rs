@@ -1,3 +1,5 @@
+//! Property and unit tests of the block division, quantisation and `best_blocks`.
+
 use proptest::prelude::*;
 
 use super::*;

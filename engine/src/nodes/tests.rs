@@ -1,3 +1,5 @@
+//! Property and unit tests of the node division against the embedder's window.
+
 use std::convert::Infallible;
 
 use proptest::prelude::*;

@@ -3,10 +3,10 @@
 //! only reported: it neither orders nor gates (the 2.6 decision on the final re-sort, design
 //! §3, shipped as `CPERSONA_CONFIDENCE_ORDERING=fusion`), so fusion order survives.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// CPersona's constants, each its environment default.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ConfidenceParams {
     /// Cosine mapped to 0 (`COSINE_FLOOR`).
     pub cosine_floor: f64,
@@ -50,8 +50,9 @@ impl Default for ConfidenceParams {
     }
 }
 
-/// What the store knows about one row and its scope.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
+/// What the store knows about one row and its scope (a trace saves it without the cosine,
+/// which a replay takes from its own fused candidate).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ConfidenceInput {
     /// Cosine to the query, if known.
     pub cosine: Option<f64>,
@@ -73,19 +74,19 @@ pub struct ConfidenceInput {
     pub deep: bool,
 }
 
-/// The `confidence` object of a recall row.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+/// The `confidence` object of a recall row (read back from a saved trace, too).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Confidence {
     /// Age used, hours, 1 decimal.
     pub age_hours: f64,
     /// True when the row's own timestamp did not parse.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub age_unknown: bool,
     /// Episodes only.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resolved: Option<bool>,
     /// Cosine, 4 decimals.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cosine: Option<f64>,
     /// The score, 4 decimals.
     pub score: f64,

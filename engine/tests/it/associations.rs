@@ -298,6 +298,8 @@ fn golden_query() -> RecallQuery {
         agent_id: "a".into(),
         query: "apple river stone".into(),
         limit: 4,
+        // The golden's clock (`recall.rs`): confidence reports ages against it.
+        now_ms: Some(1_769_904_000_000),
         ..RecallQuery::default()
     }
 }
