@@ -2,8 +2,8 @@
 //! corpora with the hashed-words test embedder.
 
 use cpersona_engine::{
-    ArchiveEpisodeRequest, Engine, EngineConfig, IndexTable, MemoryIdRequest, RecallQuery, StoreId,
-    StoreRequest, UpdateMemoryRequest,
+    ArchiveEpisodeRequest, Engine, EngineConfig, IndexTable, ListMemoriesRequest, MemoryIdRequest,
+    RecallQuery, ReconstructRequest, StoreId, StoreRequest, UpdateMemoryRequest,
 };
 use cpersona_index::Kernels;
 use proptest::prelude::*;
@@ -442,9 +442,29 @@ fn axes(f: &Fixture, r: &str) -> (String, String, String) {
         .unwrap()
 }
 
+/// Every `mem:<id>` / `ep:<id>` string anywhere in `value` (heads, claims, excerpts, rows).
+fn refs_in(value: &serde_json::Value, out: &mut Vec<String>) {
+    match value {
+        serde_json::Value::String(s) => {
+            if let Some((kind, id)) = s.split_once(':')
+                && (kind == "mem" || kind == "ep")
+                && !id.is_empty()
+                && id.bytes().all(|b| b.is_ascii_digit())
+            {
+                out.push(s.clone());
+            }
+        }
+        serde_json::Value::Array(items) => items.iter().for_each(|v| refs_in(v, out)),
+        serde_json::Value::Object(map) => map.values().for_each(|v| refs_in(v, out)),
+        _ => {}
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 12, ..ProptestConfig::default() })]
 
+    /// Recall, reconstruct, get_contents with guessed refs and list_memories, over random
+    /// corpora of three agents, projects and channels: no row outside the caller's scope.
     #[test]
     fn no_row_outside_the_scope_is_ever_returned(
         rows in prop::collection::vec((0usize..3, 0usize..3, 0usize..3, 0usize..500), 1..30),
@@ -486,6 +506,34 @@ proptest! {
             let rf = m["ref"].as_str().unwrap();
             let (a, p, c) = axes(&f, rf);
             prop_assert!(admits((&a, &p, &c), agent, project, channel), "{rf} {a} {p} {c}");
+        }
+        let rebuilt = f
+            .engine
+            .reconstruct(&ReconstructRequest {
+                agent_id: agent.into(),
+                project_id: project.map(str::to_owned),
+                channel: channel.map(str::to_owned),
+                query: sentence(q, 2),
+                ..ReconstructRequest::default()
+            })
+            .unwrap();
+        let mut refs = Vec::new();
+        refs_in(&serde_json::to_value(&rebuilt.response).unwrap(), &mut refs);
+        for rf in &refs {
+            let (a, p, c) = axes(&f, rf);
+            prop_assert!(admits((&a, &p, &c), agent, project, channel), "reconstruct {rf}");
+        }
+        let listed = f
+            .engine
+            .list_memories(&ListMemoriesRequest {
+                agent_id: agent.into(),
+                project_id: project.map(str::to_owned),
+                ..ListMemoriesRequest::default()
+            })
+            .unwrap();
+        for m in &listed.memories {
+            let (a, p, c) = axes(&f, &format!("mem:{}", m.id));
+            prop_assert!(admits((&a, &p, &c), agent, project, None), "list mem:{}", m.id);
         }
         let guesses: Vec<_> = (1..=20).map(|i| json!(format!("mem:{i}"))).collect();
         let out = f.engine.get_contents(agent, project, channel, &guesses).unwrap();

@@ -13,8 +13,9 @@ come back in ASCENDING relevance: the LAST message is the best. Rows longer than
 are cut to a preview with `content_truncated` and a `ref`: pass the ref to `get_contents`, or set \
 `full_content: true`. Filters: `channel` (that channel plus channel-less rows), `project_id` \
 (that project plus the global pool), `source_id` (prefix of source.id), `exclude_contents`. \
-`time_cue` {after?, before?, ago?, confidence} narrows by when it happened. Returns {messages, \
-advisory?, gate_fallback?, ...}.";
+`time_cue` {after?, before?} or {ago: {unit: days|weeks|months, value} | \"long_ago\"}, with \
+`confidence` sure|likely|vague, says when it happened: a prior that re-orders and may hold up to 3 places, \
+never a filter. Returns {messages, advisory?, gate_fallback?, time_cue?, ...}.";
 const RECALL_WITH_CONTEXT: &str = "Like `recall`, then merge your own recent conversation \
 (`external_context`: [{role, content, name?, user_id?, timestamp?}]) into the result in time \
 order; rows already in that context are left out. Returns {messages, ...}.";

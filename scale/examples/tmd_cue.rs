@@ -1,5 +1,3 @@
-//! DRAFT, NOT YET COMPILED: move to scale/examples/ once `cargo build --examples` accepts it.
-//! (Kept outside examples/ so cargo does not build it; written at the deadline, unverified.)
 //! The pre-registered Cued Recall measurement (issue 6 "Measured", design §9) on TMD
 //! (`../shared/data/tmd`, see its README): each conversation turn is stored as one memory
 //! with its own time, one agent per log, the clock set to the log's last turn; each question
@@ -12,6 +10,9 @@
 //! Run: `cargo run --example tmd_cue -- [LOGS]` from the workspace root (LOGS = how many
 //! conversation logs, default 3; 12 is all). Uses the hashed-words embedder (fast, no
 //! model); questions with no extractable cue are counted and skipped in every arm.
+
+#![forbid(unsafe_code)]
+#![allow(clippy::print_stdout)]
 
 use std::collections::HashSet;
 use std::sync::Arc;
