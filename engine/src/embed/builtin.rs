@@ -4,12 +4,13 @@
 
 use std::path::{Path, PathBuf};
 
-use candle_core::{DType, Device, Tensor};
+use candle_core::{DType, Device};
 use candle_nn::VarBuilder;
-use candle_transformers::models::bert::{BertModel, Config as BertConfig};
+use candle_transformers::models::bert::Config as BertConfig;
 use sha2::{Digest, Sha256};
 use tokenizers::{Tokenizer, TruncationParams};
 
+use super::bert::{Encoder, pool};
 use super::{EmbedError, Embedder, EmbedderIdentity, TokenInfo, l2_normalize};
 
 /// Files a model folder must hold.
@@ -40,7 +41,7 @@ enum Pooling {
 
 /// A sentence-transformer loaded from a folder and run on the CPU.
 pub struct BuiltinEmbedder {
-    model: BertModel,
+    model: Encoder,
     /// Truncates at the window; used to embed.
     tokenizer: Tokenizer,
     /// Never truncates; used to count.
@@ -48,7 +49,6 @@ pub struct BuiltinEmbedder {
     pooling: Pooling,
     identity: EmbedderIdentity,
     fingerprint: String,
-    device: Device,
 }
 
 impl std::fmt::Debug for BuiltinEmbedder {
@@ -145,7 +145,7 @@ impl BuiltinEmbedder {
         let device = Device::Cpu;
         let vb = VarBuilder::from_buffered_safetensors(weights, DType::F32, &device)
             .map_err(|err| model_error(&model_id, err))?;
-        let model = BertModel::load(vb, &config).map_err(|err| model_error(&model_id, err))?;
+        let model = Encoder::load(vb, &config).map_err(|err| model_error(&model_id, err))?;
 
         let mut counter =
             Tokenizer::from_bytes(&tokenizer_bytes).map_err(|err| EmbedError::ModelFile {
@@ -176,40 +176,20 @@ impl BuiltinEmbedder {
             pooling,
             identity,
             fingerprint,
-            device,
         })
     }
 
-    /// Runs one padded batch; `encodings` are already truncated.
+    /// Runs one batch, packed without padding; `encodings` are already truncated.
     fn embed_batch(
         &self,
         encodings: &[&tokenizers::Encoding],
     ) -> Result<Vec<Vec<f32>>, EmbedError> {
         let model = &self.identity.model_id;
-        let n_texts = encodings.len();
-        let seq_len = encodings.iter().map(|e| e.len()).max().unwrap_or(0);
-        let mut ids = vec![0u32; n_texts * seq_len];
-        let mut mask = vec![0u32; n_texts * seq_len];
-        for (row, enc) in encodings.iter().enumerate() {
-            let offset = row * seq_len;
-            ids[offset..offset + enc.len()].copy_from_slice(enc.get_ids());
-            mask[offset..offset + enc.len()].fill(1);
-        }
+        let sequences: Vec<&[u32]> = encodings.iter().map(|e| e.get_ids()).collect();
+        let lengths: Vec<usize> = sequences.iter().map(|s| s.len()).collect();
         let run = || -> candle_core::Result<Vec<Vec<f32>>> {
-            let ids = Tensor::from_vec(ids, (n_texts, seq_len), &self.device)?;
-            let type_ids = ids.zeros_like()?;
-            let mask = Tensor::from_vec(mask, (n_texts, seq_len), &self.device)?;
-            let hidden = self.model.forward(&ids, &type_ids, Some(&mask))?;
-            let pooled = match self.pooling {
-                Pooling::Cls => hidden.narrow(1, 0, 1)?.squeeze(1)?,
-                Pooling::Mean => {
-                    let mask = mask.to_dtype(DType::F32)?.unsqueeze(2)?;
-                    let summed = hidden.broadcast_mul(&mask)?.sum(1)?;
-                    let counts = mask.sum(1)?.clamp(1e-9, f64::MAX)?;
-                    summed.broadcast_div(&counts)?
-                }
-            };
-            pooled.to_vec2::<f32>()
+            let (hidden, offsets) = self.model.forward(&sequences)?;
+            pool(&hidden, &offsets, &lengths, self.pooling == Pooling::Cls)
         };
         let mut vectors = run().map_err(|err| model_error(model, err))?;
         for (index, vector) in vectors.iter_mut().enumerate() {

@@ -2,6 +2,7 @@
 //! (CPersona's embedding contract) and openai (`/v1/embeddings`). An embedder only embeds;
 //! it never generates text, and nothing here reads the environment.
 
+mod bert;
 pub mod builtin;
 mod config;
 pub mod hash;
