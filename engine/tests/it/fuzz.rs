@@ -1,8 +1,9 @@
 //! Bounded, proptest-driven fuzzing of the engine's input parsers (runs in CI, seconds):
-//! the FTS5 MATCH builder against a real FTS5 trigram table, and the timestamp parser
-//! (`time.rs`; this tree has no separate time-cue parser, so `parse_iso8601_ms` is the
-//! target). Each proptest runs `FUZZ_CASES` executions.
+//! the FTS5 MATCH builder against a real FTS5 trigram table, the timestamp parser
+//! (`time.rs`) and the time-cue parser (`TimeCue::from_json`, then resolution against any
+//! clock). Each proptest runs `FUZZ_CASES` executions.
 
+use cpersona_engine::TimeCue;
 use cpersona_engine::recall::fts_query::{MAX_FTS_PHRASES, build_match};
 use cpersona_engine::time::{format_ms, parse_iso8601_ms};
 use proptest::prelude::*;
@@ -104,6 +105,24 @@ proptest! {
         let _ = parse_iso8601_ms(&text);
         prop_assert_eq!(parse_iso8601_ms(&format_ms(ms)).ok(), Some(ms));
     }
+
+    /// Any JSON a caller may send as `time_cue`: an error or a cue, never a panic; a cue
+    /// resolves against any clock and scope span, and its period runs forwards.
+    #[test]
+    fn time_cue_parser_never_panics(
+        value in cue_json(),
+        now in any::<i64>(),
+        span in prop::option::of((any::<i64>(), any::<i64>())),
+    ) {
+        if let Ok(cue) = TimeCue::from_json(&value) {
+            let now = now.clamp(0, 32_503_680_000_000);
+            let span = span.map(|(a, b)| {
+                let (a, b) = (a.clamp(0, now), b.clamp(0, now));
+                (a.min(b), a.max(b))
+            });
+            let _ = cue.resolve(now, span);
+        }
+    }
 }
 
 /// Regression cases the fuzz targets care about, pinned so a future change cannot lose them.
@@ -133,4 +152,57 @@ fn fts_and_time_regressions() {
     // A space at byte 10 behind a multi-byte character must not split it.
     assert!(parse_iso8601_ms("é2026-01-3 09:30").is_err());
     assert!(parse_iso8601_ms("2026-01-31 09:30Z").is_ok());
+}
+
+/// Cue-shaped JSON: the right keys with wrong, extreme or odd values, plus arbitrary values.
+fn cue_json() -> impl Strategy<Value = serde_json::Value> {
+    let text = prop_oneof![
+        prop::sample::select(vec![
+            "2024-01-01",
+            "2024-02-30",
+            "2024-01-01T00:00:00Z",
+            "2024-01-01T00:00:00+14:00",
+            "9999-12-31T23:59:59Z",
+            "0000-01-01",
+            "-1",
+            "",
+            "yesterday",
+            "2024-13-01",
+            "\0",
+        ])
+        .prop_map(str::to_owned),
+        any::<String>(),
+    ];
+    let number = prop_oneof![
+        any::<i64>().prop_map(serde_json::Value::from),
+        any::<f64>().prop_map(|f| serde_json::Number::from_f64(f)
+            .map_or(serde_json::Value::Null, serde_json::Value::Number)),
+        Just(serde_json::Value::from(u64::MAX)),
+    ];
+    let unit = prop::sample::select(vec!["days", "weeks", "months", "years", "", "DAYS"]);
+    let confidence = prop::sample::select(vec!["sure", "likely", "vague", "certain", ""]);
+    prop_oneof![
+        (
+            prop::option::of(text.clone()),
+            prop::option::of(text),
+            confidence.clone()
+        )
+            .prop_map(|(after, before, c)| {
+                let mut m = serde_json::Map::new();
+                if let Some(a) = after {
+                    m.insert("after".into(), a.into());
+                }
+                if let Some(b) = before {
+                    m.insert("before".into(), b.into());
+                }
+                m.insert("confidence".into(), c.into());
+                serde_json::Value::Object(m)
+            }),
+        (unit, number, confidence.clone()).prop_map(|(u, v, c)| serde_json::json!({
+            "ago": {"unit": u, "value": v}, "confidence": c
+        })),
+        confidence.prop_map(|c| serde_json::json!({"ago": "long_ago", "confidence": c})),
+        any::<String>().prop_map(serde_json::Value::from),
+        Just(serde_json::Value::Null),
+    ]
 }
