@@ -7,20 +7,19 @@
 #![forbid(unsafe_code)]
 #![allow(clippy::print_stdout)]
 
-use std::collections::HashMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
-use cpersona_engine::embed::{EmbedError, Embedder, EmbedderIdentity};
+use cpersona_engine::embed::EmbedderIdentity;
 use cpersona_engine::recall::Arm;
 use cpersona_engine::{
     EmbeddingFormat, Engine, EngineConfig, ImportRequest, IndexTable, RecallQuery, time, vector,
 };
 use cpersona_scale::corpus::SOURCES;
 use cpersona_scale::report::{self, Header, Pct, Rung, STAGES};
-use cpersona_scale::{Corpus, CorpusConfig};
+use cpersona_scale::{Corpus, CorpusConfig, LookupEmbedder};
 
 type BoxResult<T> = Result<T, Box<dyn std::error::Error>>;
 
@@ -28,32 +27,6 @@ const QUERIES: usize = 200;
 const WARMUP: usize = 20;
 /// Queries whose vector arm is checked against exact f32 (the brute force runs unoptimised).
 const TRUTH_QUERIES: usize = 50;
-
-/// The query "embedder": the corpus's query vector for a query text the ladder generated, so
-/// embedding cost is excluded by design and the vectors match the store's exactly.
-struct Lookup {
-    identity: EmbedderIdentity,
-    table: HashMap<String, Vec<f32>>,
-}
-
-impl Embedder for Lookup {
-    fn identity(&self) -> &EmbedderIdentity {
-        &self.identity
-    }
-    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
-        texts
-            .iter()
-            .map(|t| {
-                self.table
-                    .get(*t)
-                    .cloned()
-                    .ok_or_else(|| EmbedError::Unavailable {
-                        reason: format!("not a ladder query: {t}"),
-                    })
-            })
-            .collect()
-    }
-}
 
 /// One query: its text, vector and scope.
 struct Query {
@@ -142,7 +115,7 @@ fn run_rung(corpus: &Corpus, n: usize, work: &Path) -> BoxResult<Rung> {
     }
     drop(out);
 
-    let embedder = Arc::new(Lookup {
+    let embedder = Arc::new(LookupEmbedder {
         identity: EmbedderIdentity {
             model_id: "ladder-lookup".into(),
             dim,

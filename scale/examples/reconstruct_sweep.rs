@@ -21,62 +21,20 @@ use std::time::Instant;
 
 use comfy_table::Table;
 use cpersona_engine::embed::{Embedder, HashEmbedder};
+use cpersona_engine::time::format_ms;
 use cpersona_engine::{
     ArchiveEpisodeRequest, Engine, EngineConfig, ReconstructConfig, ReconstructRequest, StoreId,
     StoreRequest,
 };
+use cpersona_scale::quality::dates::parse_conversation_time;
 use serde_json::{Value, json};
 
 /// Seconds between two turns of one session (LoCoMo dates sessions only).
 const TURN_SECONDS: i64 = 20;
 
-/// "1:56 pm on 8 May, 2023" → "2023-05-08T13:56:00Z".
-fn session_start(text: &str) -> Option<(i64, i64, i64, i64, i64)> {
-    let (time, date) = text.split_once(" on ")?;
-    let (clock, half) = time.trim().split_once(' ')?;
-    let (h, m) = clock.split_once(':')?;
-    let mut hour: i64 = h.parse().ok()?;
-    let minute: i64 = m.parse().ok()?;
-    match half.to_ascii_lowercase().as_str() {
-        "pm" if hour < 12 => hour += 12,
-        "am" if hour == 12 => hour = 0,
-        _ => {}
-    }
-    let date = date.replace(',', "");
-    let mut parts = date.split_whitespace();
-    let day: i64 = parts.next()?.parse().ok()?;
-    let months = [
-        "january",
-        "february",
-        "march",
-        "april",
-        "may",
-        "june",
-        "july",
-        "august",
-        "september",
-        "october",
-        "november",
-        "december",
-    ];
-    let name = parts.next()?.to_ascii_lowercase();
-    let month = months.iter().position(|m| *m == name)? as i64 + 1;
-    let year: i64 = parts.next()?.parse().ok()?;
-    Some((year, month, day, hour, minute))
-}
-
-fn iso(start: (i64, i64, i64, i64, i64), plus_seconds: i64) -> String {
-    let (y, mo, d, h, mi) = start;
-    let total = h * 3600 + mi * 60 + plus_seconds;
-    // Sessions are short: the offset never crosses midnight by more than a day here; keep
-    // the arithmetic simple and clamp inside the day.
-    let total = total.min(86_399);
-    format!(
-        "{y:04}-{mo:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        total / 3600,
-        (total / 60) % 60,
-        total % 60
-    )
+/// The time of a session's turn `i`: the session's start plus `i` × [`TURN_SECONDS`].
+fn turn_time(start_ms: i64, turn: i64) -> String {
+    format_ms(start_ms + turn * TURN_SECONDS * 1000)
 }
 
 struct Question {
@@ -143,7 +101,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let Some(start) = conversation
                 .get(&format!("session_{n}_date_time"))
                 .and_then(Value::as_str)
-                .and_then(session_start)
+                .and_then(parse_conversation_time)
             else {
                 continue;
             };
@@ -159,7 +117,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     source: Some(
                         json!({"type": "User", "id": turn["speaker"], "name": turn["speaker"]}),
                     ),
-                    timestamp: Some(iso(start, i as i64 * TURN_SECONDS)),
+                    timestamp: Some(turn_time(start, i as i64)),
                     ..StoreRequest::default()
                 })?;
                 if let Some(StoreId::Row(id)) = out.id {
@@ -171,13 +129,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 .get(format!("session_{n}_summary"))
                 .and_then(Value::as_str)
             {
-                let last = turns.len().saturating_sub(1) as i64 * TURN_SECONDS;
+                let last = turns.len().saturating_sub(1) as i64;
                 engine.archive_episode(&ArchiveEpisodeRequest {
                     agent_id: agent.clone(),
                     summary: summary.to_owned(),
                     history: vec![
-                        json!({"timestamp": iso(start, 0)}),
-                        json!({"timestamp": iso(start, last)}),
+                        json!({"timestamp": turn_time(start, 0)}),
+                        json!({"timestamp": turn_time(start, last)}),
                     ],
                     ..ArchiveEpisodeRequest::default()
                 })?;

@@ -21,51 +21,14 @@ use std::time::Instant;
 use cpersona_engine::embed::hash::HashEmbedder;
 use cpersona_engine::time::{format_ms, parse_iso8601_ms};
 use cpersona_engine::{Engine, EngineConfig, RecallQuery, StoreRequest, TimeCue};
+use cpersona_scale::quality::dates::{MONTHS, parse_conversation_time};
 use serde_json::{Value, json};
 
 const DAY_MS: i64 = 86_400_000;
 const LIMIT: usize = 10;
 const ROOT: &str = "../shared/data/tmd";
-const MONTHS: [&str; 12] = [
-    "january",
-    "february",
-    "march",
-    "april",
-    "may",
-    "june",
-    "july",
-    "august",
-    "september",
-    "october",
-    "november",
-    "december",
-];
 
 type Failure = Box<dyn std::error::Error>;
-
-/// "01:56:04 AM on Monday 08 May, 2023" → UTC ms.
-fn turn_ms(text: &str) -> Option<i64> {
-    let (clock, rest) = text.split_once(" on ")?;
-    let mut parts = clock.split_whitespace();
-    let hms: Vec<u32> = parts
-        .next()?
-        .split(':')
-        .filter_map(|p| p.parse().ok())
-        .collect();
-    let pm = parts.next()? == "PM";
-    let words: Vec<&str> = rest.split_whitespace().collect();
-    let day: u32 = words.get(1)?.parse().ok()?;
-    let name = words.get(2)?.trim_end_matches(',');
-    let month = MONTHS.iter().position(|m| name.eq_ignore_ascii_case(m))? + 1;
-    let year: i32 = words.get(3)?.parse().ok()?;
-    let hour = hms.first()? % 12 + if pm { 12 } else { 0 };
-    parse_iso8601_ms(&format!(
-        "{year:04}-{month:02}-{day:02}T{hour:02}:{:02}:{:02}Z",
-        hms.get(1)?,
-        hms.get(2)?
-    ))
-    .ok()
-}
 
 /// The cue a question states, read from its text and the log's "now": `N days|weeks|months
 /// ago`, or a month name followed by a day number (the latest such day not after now).
@@ -188,7 +151,7 @@ fn main() -> Result<(), Failure> {
             for t in turns {
                 let (Some(text), Some(at), Some(num)) = (
                     t["text"].as_str(),
-                    t["date_time"].as_str().and_then(turn_ms),
+                    t["date_time"].as_str().and_then(parse_conversation_time),
                     t["response_number"].as_str(),
                 ) else {
                     continue;

@@ -4,8 +4,10 @@
 #![forbid(unsafe_code)]
 
 pub mod corpus;
+pub mod lookup;
 pub mod quality;
 pub mod report;
 
 pub use corpus::{Corpus, CorpusConfig, CorpusRow};
+pub use lookup::LookupEmbedder;
 pub use report::{Header, Pct, Rung};

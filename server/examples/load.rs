@@ -314,21 +314,7 @@ fn http_step(url: &str, db: &Path, n: usize, duration: Duration) -> Step {
     barrier.wait();
     std::thread::sleep(duration);
     stop.store(true, Ordering::Relaxed);
-    let mut total = Step::default();
-    let conn = Connection::open_with_flags(db, OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap();
-    for handle in handles {
-        let (step, agent_id, acked) = handle.join().unwrap();
-        let found: i64 = conn
-            .query_row(
-                "SELECT count(*) FROM memories WHERE agent_id = ?1",
-                [&agent_id],
-                |r| r.get(0),
-            )
-            .unwrap();
-        total.lost += acked.saturating_sub(found as usize);
-        total.merge(step);
-    }
-    total
+    tally(db, handles.into_iter().map(|h| h.join().unwrap()))
 }
 
 fn stdio_step(bin: &Path, db: &Path, procs: usize, duration: Duration) -> Step {
@@ -387,8 +373,14 @@ fn stdio_step(bin: &Path, db: &Path, procs: usize, duration: Duration) -> Step {
     barrier.wait();
     std::thread::sleep(duration);
     stop.store(true, Ordering::Relaxed);
-    let mut total = Step::default();
     let results: Vec<_> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    tally(db, results)
+}
+
+/// Merges each worker's step and counts its lost rows: writes it saw acknowledged that the
+/// file does not hold for its agent.
+fn tally(db: &Path, results: impl IntoIterator<Item = (Step, String, usize)>) -> Step {
+    let mut total = Step::default();
     let conn = Connection::open_with_flags(db, OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap();
     for (step, agent_id, acked) in results {
         let found: i64 = conn

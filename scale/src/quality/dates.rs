@@ -2,7 +2,8 @@
 //! `01:56:04 AM on Monday 08 May, 2023`) to UTC milliseconds. It must never guess: a text it
 //! cannot read is `None`, and the row is stored without an event time.
 
-const MONTHS: [&str; 12] = [
+/// Month names, lower case, January first.
+pub const MONTHS: [&str; 12] = [
     "january",
     "february",
     "march",

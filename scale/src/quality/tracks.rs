@@ -12,12 +12,13 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
-use cpersona_engine::embed::{EmbedError, Embedder, EmbedderIdentity};
+use cpersona_engine::embed::EmbedderIdentity;
 use cpersona_engine::{
     EmbeddingFormat, Engine, EngineConfig, ImportRequest, IndexTable, RecallQuery, time, vector,
 };
 
 use super::{Dataset, Error};
+use crate::LookupEmbedder;
 
 /// How many ids each ranked list keeps (NDCG@10 and Recall@10 need 10).
 pub const DEPTH: usize = 10;
@@ -66,31 +67,6 @@ pub fn track_a(ds: &Dataset, doc_vecs: &[Vec<f32>], query_vecs: &[Vec<f32>]) -> 
     out
 }
 
-/// The query embedder of Track B: the cached vector of a query text.
-struct Lookup {
-    identity: EmbedderIdentity,
-    table: HashMap<String, Vec<f32>>,
-}
-
-impl Embedder for Lookup {
-    fn identity(&self) -> &EmbedderIdentity {
-        &self.identity
-    }
-    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
-        texts
-            .iter()
-            .map(|t| {
-                self.table
-                    .get(*t)
-                    .cloned()
-                    .ok_or_else(|| EmbedError::Unavailable {
-                        reason: format!("not a query of this run: {t}"),
-                    })
-            })
-            .collect()
-    }
-}
-
 /// The agent a group's rows are stored under (one agent per candidate set).
 pub fn agent_of(group: &str) -> String {
     format!("quality-{group}")
@@ -128,7 +104,7 @@ pub fn track_b(
     out.flush().map_err(|e| Error::io(&jsonl, e))?;
     drop(out);
 
-    let embedder = Arc::new(Lookup {
+    let embedder = Arc::new(LookupEmbedder {
         identity: identity.clone(),
         table: ds
             .queries

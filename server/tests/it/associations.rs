@@ -2,62 +2,20 @@
 //! with a refusal naming the setting; when on, declare → traverse → recall with the
 //! association cue, and another agent sees nothing.
 
-use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
-use std::process::{Command, Stdio};
 
 use serde_json::{Value, json};
+
+use crate::binary::{call_tools_with, cpersona_in};
 
 /// Calls `tools` in order over stdio against a store in `dir`, with `env` set, and returns
 /// each tool's (isError, JSON body).
 fn call_tools(dir: &Path, env: &[(&str, &str)], tools: &[(&str, Value)]) -> Vec<(bool, Value)> {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_cpersona"));
-    for (key, _) in std::env::vars_os() {
-        if key.to_string_lossy().starts_with("CPERSONA_") {
-            cmd.env_remove(key);
-        }
-    }
-    cmd.env("CPERSONA_DB_PATH", dir.join("store").join("test.db"));
-    cmd.env("CPERSONA_EMBEDDING_MODE", "none");
+    let mut cmd = cpersona_in(dir);
     for (k, v) in env {
         cmd.env(k, v);
     }
-    let mut child = cmd
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "it", "version": "0"}}});
-    writeln!(stdin, "{init}").unwrap();
-    writeln!(
-        stdin,
-        "{}",
-        json!({"jsonrpc": "2.0", "method": "notifications/initialized"})
-    )
-    .unwrap();
-    stdin.flush().unwrap();
-    let mut stdout = BufReader::new(child.stdout.take().unwrap());
-    let mut line = String::new();
-    stdout.read_line(&mut line).unwrap();
-    let mut bodies = Vec::new();
-    for (i, (name, args)) in tools.iter().enumerate() {
-        let call = json!({"jsonrpc": "2.0", "id": i + 1, "method": "tools/call",
-            "params": {"name": name, "arguments": args}});
-        writeln!(stdin, "{call}").unwrap();
-        stdin.flush().unwrap();
-        line.clear();
-        stdout.read_line(&mut line).unwrap();
-        let reply: Value = serde_json::from_str(&line).unwrap();
-        let is_error = reply["result"]["isError"].as_bool().unwrap_or(false);
-        let text = reply["result"]["content"][0]["text"].as_str().unwrap();
-        bodies.push((is_error, serde_json::from_str(text).unwrap()));
-    }
-    drop(stdin);
-    assert!(child.wait().unwrap().success());
-    bodies
+    call_tools_with(cmd, tools)
 }
 
 #[test]

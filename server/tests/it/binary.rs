@@ -30,7 +30,16 @@ fn cpersona() -> (Command, tempfile::TempDir) {
 
 /// Calls `tools` in order over stdio and returns each tool's JSON body.
 pub(crate) fn call_tools(dir: &Path, tools: &[(&str, Value)]) -> Vec<Value> {
-    let mut child = cpersona_in(dir)
+    call_tools_with(cpersona_in(dir), tools)
+        .into_iter()
+        .map(|(_, body)| body)
+        .collect()
+}
+
+/// Calls `tools` in order over stdio on `cmd` (a `cpersona_in` command, perhaps with more
+/// settings) and returns each tool's `isError` flag and JSON body.
+pub(crate) fn call_tools_with(mut cmd: Command, tools: &[(&str, Value)]) -> Vec<(bool, Value)> {
+    let mut child = cmd
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -59,8 +68,9 @@ pub(crate) fn call_tools(dir: &Path, tools: &[(&str, Value)]) -> Vec<Value> {
         line.clear();
         stdout.read_line(&mut line).unwrap();
         let reply: Value = serde_json::from_str(&line).unwrap();
+        let is_error = reply["result"]["isError"].as_bool().unwrap_or(false);
         let text = reply["result"]["content"][0]["text"].as_str().unwrap();
-        bodies.push(serde_json::from_str(text).unwrap());
+        bodies.push((is_error, serde_json::from_str(text).unwrap()));
     }
     drop(stdin);
     assert!(child.wait().unwrap().success());
