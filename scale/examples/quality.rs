@@ -73,12 +73,22 @@ fn parse_args() -> BoxResult<Args> {
 }
 
 fn load_task(name: &str, data: &Path) -> BoxResult<Dataset> {
+    if let Some(base) = name.strip_suffix("+dated") {
+        let mut ds = load_task(base, data)?;
+        ds.date_in_text();
+        return Ok(ds);
+    }
     Ok(match name {
         "locomo" => load::locomo(&data.join("locomo/locomo10.json"))?,
         "tmd" => load::tmd(&data.join("tmd"))?,
         other => match other.strip_prefix("beir:") {
             Some(dir) => load::beir(Path::new(dir))?,
-            None => return Err(format!("unknown task {other} (locomo, tmd, beir:DIR)").into()),
+            None => {
+                return Err(format!(
+                    "unknown task {other} (locomo, tmd, beir:DIR; any of them +dated)"
+                )
+                .into());
+            }
         },
     })
 }

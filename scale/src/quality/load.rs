@@ -104,6 +104,7 @@ pub fn locomo(path: &Path) -> Result<Dataset, Error> {
                     text,
                     speaker: turn["speaker"].as_str().map(str::to_owned),
                     at_ms,
+                    said_at: date.map(str::to_owned),
                 });
             }
         }
@@ -179,6 +180,7 @@ pub fn tmd(dir: &Path) -> Result<Dataset, Error> {
                     text,
                     speaker: turn["speaker"].as_str().map(str::to_owned),
                     at_ms: turn["date_time"].as_str().and_then(parse_conversation_time),
+                    said_at: turn["date_time"].as_str().map(str::to_owned),
                 });
             }
         }
@@ -288,6 +290,7 @@ pub fn beir(dir: &Path) -> Result<Dataset, Error> {
             text,
             speaker: None,
             at_ms: None,
+            said_at: None,
         });
     }
     let qrels_path = dir.join("qrels/test.tsv");

@@ -70,6 +70,9 @@ pub struct Doc {
     pub speaker: Option<String>,
     /// When it was said (UTC ms), when the data says.
     pub at_ms: Option<i64>,
+    /// The dataset's own words for when it was said (`"1:56 pm on 8 May, 2023"`), kept so a
+    /// variant can put the date in the text (see [`Dataset::date_in_text`]).
+    pub said_at: Option<String>,
 }
 
 /// One query with its relevant rows.
@@ -103,6 +106,19 @@ pub struct Dataset {
 }
 
 impl Dataset {
+    /// The "date in the text" variant: each row's text becomes `[said_at] text`, and the task
+    /// is renamed `<task>+dated`. LMEB's retrieval-format copies of LoCoMo/TMD (HuggingFace
+    /// only, not obtainable here) may carry the date in the row text; this variant measures
+    /// how much that alone would move the score. Rows without a date are left as they are.
+    pub fn date_in_text(&mut self) {
+        self.task = format!("{}+dated", self.task);
+        for d in &mut self.docs {
+            if let Some(when) = &d.said_at {
+                d.text = format!("[{when}] {}", d.text);
+            }
+        }
+    }
+
     /// Drops queries with no relevant row in their group, relevant ids that name no row,
     /// and counts what was dropped (a query without relevant rows is skipped, as LMEB does).
     pub fn prune(&mut self) {

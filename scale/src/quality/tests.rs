@@ -138,3 +138,20 @@ fn both_tracks_rank_the_fixture_with_the_hash_embedder() {
     assert_eq!(subtasks[0].queries, 4);
     assert!(close(sa.ndcg10, 1.0) && close(sb.ndcg10, 1.0));
 }
+
+#[test]
+fn date_in_text_prefixes_dated_rows_only_and_renames_the_task() {
+    let mut ds = load::beir(&fixture()).expect("fixture loads");
+    let plain: Vec<String> = ds.docs.iter().map(|d| d.text.clone()).collect();
+    ds.docs[0].said_at = Some("1:56 pm on 8 May, 2023".into());
+    let task = ds.task.clone();
+    ds.date_in_text();
+    assert_eq!(ds.task, format!("{task}+dated"));
+    assert_eq!(
+        ds.docs[0].text,
+        format!("[1:56 pm on 8 May, 2023] {}", plain[0])
+    );
+    for (d, before) in ds.docs.iter().zip(&plain).skip(1) {
+        assert_eq!(&d.text, before, "a row without a date keeps its text");
+    }
+}
