@@ -286,3 +286,27 @@ fn a_block_set_that_does_not_tile_the_text_is_not_used() {
     };
     assert!(BlockChoice::rank(&q, &[(0, 5), (5, 9)], &[no_vectors(0), no_vectors(1)], 9).is_none());
 }
+
+#[test]
+fn a_recall_trace_with_block_excerpts_replays_unchanged() {
+    let (_dir, engine) = engine();
+    store(&engine, &long_record(), "2024-01-01T10:00:00Z");
+    let r = engine
+        .recall(&crate::RecallQuery {
+            agent_id: "a".into(),
+            query: QUERY.into(),
+            limit: 5,
+            trace: true,
+            ..crate::RecallQuery::default()
+        })
+        .unwrap();
+    assert!(
+        r.response
+            .messages
+            .iter()
+            .any(|m| m.excerpt_basis == Some(ExcerptBasis::Blocks))
+    );
+    let trace = r.trace().unwrap();
+    let replayed = crate::replay::replay(&trace, &crate::replay::ReplayChanges::default()).unwrap();
+    assert!(replayed.unchanged && replayed.exact, "{:?}", replayed.rerun);
+}
