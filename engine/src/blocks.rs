@@ -17,6 +17,10 @@
 
 use serde::Serialize;
 
+pub mod choice;
+
+pub use choice::BlockChoice;
+
 /// The longest block before a forced split (CPersona's `MAX_BLOCK_CHARS`).
 pub const MAX_BLOCK_CHARS: usize = 739;
 

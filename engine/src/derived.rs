@@ -19,7 +19,7 @@
 use rusqlite::{Connection, OptionalExtension, Transaction, params};
 use serde::Serialize;
 
-use crate::blocks::{Block, BlockVectors, int8_codes, segment, sign_bits};
+use crate::blocks::{Block, BlockChoice, BlockVectors, int8_codes, segment, sign_bits};
 use crate::engine::Engine;
 use crate::error::Result;
 use crate::nodes::{NodeSpan, divide};
@@ -359,4 +359,69 @@ pub(crate) fn with_ranges(
     stored.nodes = rows.collect::<rusqlite::Result<_>>()?;
     stored.blocks = read_blocks(conn, r)?.into_iter().map(|b| b.span).collect();
     Ok(Some(stored))
+}
+
+/// The stored blocks of record `r` ranked against `query` for its current `text`; `None`
+/// when it has no block set that tiles `text` or no quantisation covers every block (the
+/// caller then quotes by the text heuristic). Callers must have read `text` in the caller's
+/// scope.
+pub(crate) fn block_choice(
+    conn: &Connection,
+    r: Ref,
+    text: &str,
+    query: &[f32],
+) -> Result<Option<BlockChoice>> {
+    let stored = read_blocks(conn, r)?;
+    if stored.len() < 2 {
+        return Ok(None);
+    }
+    let spans: Vec<(usize, usize)> = stored.iter().map(|b| b.span).collect();
+    let vectors: Vec<BlockVectors<'_>> = stored.iter().map(StoredBlock::vectors).collect();
+    Ok(BlockChoice::rank(
+        query,
+        &spans,
+        &vectors,
+        text.chars().count(),
+    ))
+}
+
+/// The characters a recall row shows before the stored text (`"[Episode] "` for episodes).
+fn shown_prefix(kind: RefKind) -> usize {
+    match kind {
+        RefKind::Mem => 0,
+        RefKind::Ep => "[Episode] ".chars().count(),
+    }
+}
+
+impl Engine {
+    /// Replaces the text-heuristic excerpt of each preview-cut recall row by one picked from
+    /// the record's stored blocks against `query` (the query vector), where the record has a
+    /// rankable block set; other rows keep theirs. Reads each row within `scope` again.
+    pub(crate) fn block_excerpts(
+        &self,
+        scope: &crate::scope::Scope,
+        messages: &mut [crate::recall::shape::RecallMessage],
+        query: &[f32],
+        cap: usize,
+    ) -> Result<()> {
+        use crate::recall::excerpt::block_excerpt;
+        self.read(|conn| {
+            for message in messages.iter_mut().filter(|m| m.excerpt.is_some()) {
+                let r = message.r#ref;
+                let Some(stored) = crate::recall_engine::read_scoped(conn, scope, r)? else {
+                    continue;
+                };
+                let Some(choice) = block_choice(conn, r, &stored.text, query)? else {
+                    continue;
+                };
+                let shown = crate::trace::hydrated(r, stored).content;
+                let choice = choice.shifted(shown_prefix(r.kind));
+                if let Some(found) = block_excerpt(&shown, &choice, cap) {
+                    message.excerpt_basis = Some(found.basis);
+                    message.excerpt = Some(found.text);
+                }
+            }
+            Ok(())
+        })
+    }
 }

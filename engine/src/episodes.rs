@@ -57,6 +57,10 @@ pub struct ArchiveEpisodeOutcome {
     /// The paused shape.
     #[serde(flatten, skip_serializing_if = "Option::is_none")]
     pub no_persist: Option<NoPersist>,
+    /// The overflow nodes and blocks the summary was divided into (see `derived.rs`), as
+    /// `store` reports them for a memory.
+    #[serde(flatten)]
+    pub derived: crate::derived::DerivedReport,
 }
 
 /// `delete_episode`'s arguments.
@@ -171,6 +175,7 @@ impl Engine {
                 embedded: false,
                 truncated: None,
                 no_persist: Some(no_persist),
+                derived: Default::default(),
             });
         }
         check_agent(&req.agent_id)?;
@@ -196,7 +201,7 @@ impl Engine {
         let embedding = self.embed_for_store(&[summary.text.as_str()]);
         let target = self.vector_target();
         let format = self.config.embedding_format;
-        self.write(|tx| {
+        let mut outcome = self.write(|tx| {
             let (blob, model, dim, tag) = match &embedding {
                 Ok(blobs) => (blobs.first().cloned(), target.model_id.as_str(), target.dim, format.tag()),
                 Err(_) => (None, "", 0, ""),
@@ -222,8 +227,14 @@ impl Engine {
                 embedded: embedding.is_ok(),
                 truncated: (summary.truncated || keywords.truncated).then_some(true),
                 no_persist: None,
+                derived: Default::default(),
             })
-        })
+        })?;
+        // The summary's derived sets, after the commit, as store does for a memory.
+        if let Some(id) = outcome.episode_id {
+            outcome.derived = self.derived_after_write(crate::recall::Ref::ep(id));
+        }
+        Ok(outcome)
     }
 
     /// `delete_episode`.

@@ -81,5 +81,7 @@ pub use recall_engine::{
     CALIBRATION_SAMPLE_ROWS, CalibrationOutcome, MAX_MEMORIES, POOL_COUNT_CAP, PREFILTER_MIN_ROWS,
     RecallQuery, RecallResult, RecallTimings, SCORING_VERSION, VectorReport,
 };
-pub use reconstruct_engine::{GRAPH_ROW_CAP, ReconstructRequest, ReconstructResult};
+pub use reconstruct_engine::{
+    GRAPH_ROW_CAP, ReconstructMode, ReconstructRequest, ReconstructResult,
+};
 pub use scope::Scope;

@@ -73,6 +73,9 @@ pub struct RecallQuery {
     /// (UTC ms); `None` = the system clock.
     /// Injected by tests and the TMD harness, whose "now" is the corpus's last day.
     pub now_ms: Option<i64>,
+    /// This pass's Recall Depth per arm (the propagation seat's deeper ranking asks 100);
+    /// `None` = the configured one. Held within the configured floor and maximum.
+    pub depth: Option<usize>,
 }
 
 /// Milliseconds spent per stage.
@@ -114,6 +117,9 @@ pub struct RecallResult {
     /// What the trace needs beyond the stages (`crate::trace`), when `trace`.
     #[serde(skip)]
     pub capture: Option<Box<crate::trace::Capture>>,
+    /// The query's vector, when the vector arm ran (reconstruct ranks blocks with it).
+    #[serde(skip)]
+    pub query_vector: Option<Vec<f32>>,
 }
 
 /// The cue's part of one recall: the plan (absent when the cue was ignored), the response
@@ -325,7 +331,10 @@ impl Engine {
     /// degrades to the lexical arms with an advisory; a blank query is the recency listing.
     pub fn recall(&self, q: &RecallQuery) -> Result<RecallResult> {
         let recall_started = Instant::now();
-        let config = self.config.recall;
+        let mut config = self.config.recall;
+        if let Some(depth) = q.depth {
+            config.depth.default = depth;
+        }
         let depth = config.depth.per_arm();
         let scope = Self::read_scope(&q.agent_id, q.project_id.as_deref(), q.channel.as_deref());
         let mut timings = RecallTimings::default();
@@ -361,9 +370,7 @@ impl Engine {
             timings.embed_ms = ms(started);
             match embedded {
                 Ok(vector) => {
-                    if q.time_cue.is_some() {
-                        query_vector = Some(vector.clone());
-                    }
+                    query_vector = Some(vector.clone());
                     let started = Instant::now();
                     let lists =
                         vector::search(self, &scope, &vector, depth, self.config.scan_window)?;
@@ -524,6 +531,10 @@ impl Engine {
         let (mut outcome, total, hydrate_ms, gate_input_ms, filtered, capture) = outcome;
         // Held places (association cue, propagation seat): `associations/seats.rs`.
         self.held_seats(q, &scope, &mut outcome.response, &mut advisories)?;
+        if let Some(vector) = &query_vector {
+            let cap = config.shape.excerpt_chars;
+            self.block_excerpts(&scope, &mut outcome.response.messages, vector, cap)?;
+        }
         timings.gate_input_ms = gate_input_ms;
         timings.hydrate_ms = hydrate_ms;
         timings.fusion_ms = (total - hydrate_ms).max(0.0);
@@ -536,6 +547,7 @@ impl Engine {
             timings,
             filtered,
             capture,
+            query_vector,
         })
     }
 

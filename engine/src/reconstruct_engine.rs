@@ -2,6 +2,12 @@
 //! (`top_k`, never derived from the count), each candidate's context and the declared
 //! relations read within the caller's `Scope`, then the pure stages of `reconstruct/`.
 //!
+//! The candidate recall gets the caller's `time_cue` (a prior and held places, never a filter:
+//! recall's own contract) and `source_id` (recall's prefix filter), so both act exactly as in
+//! `recall`. A `mode` (reference §4.2 step 11) sets its window and default budget and skips the
+//! relation walk; its token cap (cl100k_base tokens of the returned JSON) is not applied in this
+//! build and the response says so (`mode.token_cap_applied: false`).
+//!
 //! Must never write (this is a read path), read a row outside the caller's scope, or let the
 //! count reach the recall call.
 
@@ -14,6 +20,8 @@ use serde::Serialize;
 
 use crate::engine::Engine;
 use crate::error::Result;
+use crate::recall::cue::TimeCue;
+use crate::recall::deliberate::CueResponse;
 use crate::recall::{Ref, RefKind};
 use crate::reconstruct::assemble::{Request, assemble_with};
 use crate::reconstruct::bundle::{Candidate, DeclaredLink, EntityGraph};
@@ -22,13 +30,79 @@ use crate::reconstruct::{Mutation, ReconstructResponse, window};
 use crate::scope::Scope;
 use crate::{RecallQuery, config::ReconstructConfig};
 
+/// A reconstruct `mode` (reference cpersona-2.6.14 §4.2 step 11).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReconstructMode {
+    /// Compact: a 2,800-character default budget, no relation walk.
+    Lite,
+    /// Wide: 15 items (the maximum raised to at least 15), the maximum budget as the
+    /// default, no relation walk.
+    Pro,
+}
+
+impl ReconstructMode {
+    /// Lite's default budget in characters of quoted text (shipped value).
+    pub const LITE_BUDGET: usize = 2_800;
+    /// Pro's count (shipped value).
+    pub const PRO_COUNT: usize = 15;
+
+    /// The cap on `cl100k_base` tokens of the returned JSON CPersona enforces (not applied
+    /// here: no such tokenizer in this build).
+    pub fn token_cap(self) -> usize {
+        match self {
+            Self::Lite => 3_000,
+            Self::Pro => 5_000,
+        }
+    }
+
+    /// The wire name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Lite => "lite",
+            Self::Pro => "pro",
+        }
+    }
+
+    /// The configuration under this mode: pro raises the maximum to at least 15 and makes 15
+    /// the default (a forced count still wins).
+    pub fn config(self, mut config: ReconstructConfig) -> ReconstructConfig {
+        if self == Self::Pro {
+            config.max_count = config.max_count.max(Self::PRO_COUNT);
+            config.default_count = Self::PRO_COUNT;
+        }
+        config
+    }
+
+    /// The default budget under this mode (`forced ?? requested ?? this`).
+    pub fn default_budget(self, config: &ReconstructConfig) -> usize {
+        match self {
+            Self::Lite => Self::LITE_BUDGET,
+            Self::Pro => config.max_budget,
+        }
+    }
+}
+
+/// What a `mode` did, reported in the result.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct ModeReport {
+    /// `lite` or `pro`.
+    pub mode: &'static str,
+    /// The token cap CPersona would enforce.
+    pub token_cap: usize,
+    /// Always false in this build: the cap is not enforced (no cl100k_base tokenizer).
+    pub token_cap_applied: bool,
+    /// The relation walk is skipped under a mode.
+    pub walk: &'static str,
+}
+
 /// Entity relations and mentions read per call at most: the walk's own bound on a large
 /// declared graph (the walk reports `max_hops` when it stopped an edge, and this cap is
 /// reported as an advisory when it cut).
 pub const GRAPH_ROW_CAP: usize = 10_000;
 
 /// A reconstruct as an agent asks it.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct ReconstructRequest {
     /// The agent (required).
     pub agent_id: String,
@@ -52,6 +126,15 @@ pub struct ReconstructRequest {
     pub deep: bool,
     /// The full audit.
     pub trace: bool,
+    /// When the sought memory happened: passed to the candidate recall (a prior, never a
+    /// filter).
+    pub time_cue: Option<TimeCue>,
+    /// Recall's prefix filter on `source.id` (memories only); empty = none.
+    pub source_id: String,
+    /// `lite` or `pro`; `None` = the default shape.
+    pub mode: Option<ReconstructMode>,
+    /// The clock the time cue resolves against; `None` = now (tests pin it).
+    pub now_ms: Option<i64>,
 }
 
 /// A reconstruct's answer: the response body, recall's notices and where the time went.
@@ -62,6 +145,12 @@ pub struct ReconstructResult {
     /// Recall's notices, forwarded.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub advisories: Vec<String>,
+    /// The candidate recall's time cue block (as recall reports it); absent without a cue.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub time_cue: Option<CueResponse>,
+    /// What the `mode` did; absent without one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mode: Option<ModeReport>,
     /// Milliseconds in recall.
     pub recall_ms: f64,
     /// Milliseconds reading contexts, bundling, quoting and allocating.
@@ -80,8 +169,14 @@ fn source_key(text: &str) -> Option<(String, String)> {
     Some((kind.to_owned(), id.to_owned()))
 }
 
-/// Reads one candidate's context within `scope`; `None` when outside it or gone.
-fn read_candidate(conn: &Connection, scope: &Scope, r: Ref) -> Result<Option<Candidate>> {
+/// Reads one candidate's context within `scope`; `None` when outside it or gone. With a
+/// query vector, its stored blocks are ranked for the quotes.
+fn read_candidate(
+    conn: &Connection,
+    scope: &Scope,
+    r: Ref,
+    query: Option<&[f32]>,
+) -> Result<Option<Candidate>> {
     let (pred, mut params) = scope.predicate("");
     params.push(Value::Integer(r.id));
     let row = match r.kind {
@@ -101,6 +196,7 @@ fn read_candidate(conn: &Connection, scope: &Scope, r: Ref) -> Result<Option<Can
                     as_of: Some(row.get(5)?),
                     ts_ms: Some(row.get(6)?),
                     span: None,
+                    blocks: None,
                 })
             })
             .optional()?,
@@ -122,11 +218,18 @@ fn read_candidate(conn: &Connection, scope: &Scope, r: Ref) -> Result<Option<Can
                     as_of: row.get(3)?,
                     ts_ms: start,
                     span: start.map(|s| (s, end.unwrap_or(s))),
+                    blocks: None,
                 })
             })
             .optional()?,
     };
-    Ok(row)
+    let Some(mut row) = row else {
+        return Ok(None);
+    };
+    if let Some(query) = query {
+        row.blocks = crate::derived::block_choice(conn, r, &row.text, query)?;
+    }
+    Ok(Some(row))
 }
 
 fn kind_of(text: &str) -> Option<RefKind> {
@@ -235,7 +338,10 @@ impl Engine {
         req: &ReconstructRequest,
         mutation: Mutation,
     ) -> Result<ReconstructResult> {
-        let config: ReconstructConfig = self.config.reconstruct;
+        let config: ReconstructConfig = match req.mode {
+            Some(mode) => mode.config(self.config.reconstruct),
+            None => self.config.reconstruct,
+        };
         let window = window::resolve_with(&config, req.count, mutation);
         let top_k = candidate_limit_with(&config, req.top_k, window.effective, mutation);
         let started = Instant::now();
@@ -248,6 +354,9 @@ impl Engine {
             deep: req.deep,
             full_content: false,
             trace: false,
+            time_cue: req.time_cue,
+            source_id: req.source_id.clone(),
+            now_ms: req.now_ms,
             ..RecallQuery::default()
         })?;
         let recall_ms = ms(started);
@@ -258,12 +367,18 @@ impl Engine {
             req.channel.as_deref(),
         );
         let mut advisories = recall.advisories;
+        let query_vector = recall
+            .query_vector
+            .as_deref()
+            .filter(|_| mutation != Mutation::BlocksIgnored);
         let response = self.read(|conn| {
             // Recall's rows are last-is-best: the pool is best first.
             let mut candidates = Vec::with_capacity(recall.response.messages.len());
             for message in recall.response.messages.iter().rev() {
                 // A row gone since recall read it has no provenance left: it is excluded.
-                candidates.push(read_candidate(conn, &scope, message.r#ref)?.unwrap_or_default());
+                candidates.push(
+                    read_candidate(conn, &scope, message.r#ref, query_vector)?.unwrap_or_default(),
+                );
             }
             let pool: BTreeSet<Ref> = candidates.iter().filter_map(|c| c.r#ref).collect();
             let links = read_links(conn, &scope, &pool)?;
@@ -279,7 +394,7 @@ impl Engine {
             let mut fetch = |r: Ref| -> Option<Candidate> {
                 cache
                     .entry(r)
-                    .or_insert_with(|| match read_candidate(conn, &scope, r) {
+                    .or_insert_with(|| match read_candidate(conn, &scope, r, query_vector) {
                         Ok(row) => row,
                         Err(err) => {
                             failure.get_or_insert(err);
@@ -293,16 +408,19 @@ impl Engine {
                 count: req.count,
                 budget: req.budget,
                 top_k,
-                max_hops: req
-                    .max_hops
-                    .unwrap_or(config.max_hops)
-                    .min(ReconstructConfig::MAX_HOPS_CEILING),
+                // A mode skips the walk (reference §4.2 step 6).
+                max_hops: match req.mode {
+                    Some(_) => 0,
+                    None => req.max_hops.unwrap_or(config.max_hops),
+                }
+                .min(ReconstructConfig::MAX_HOPS_CEILING),
                 max_evidence: req
                     .max_evidence
                     .unwrap_or(config.max_evidence)
                     .clamp(1, ReconstructConfig::MAX_EVIDENCE_CEILING),
                 trace: req.trace,
                 gate_fallback: recall.response.gate_fallback,
+                mode_budget: req.mode.map(|m| m.default_budget(&config)),
             };
             let response = assemble_with(
                 &config, &request, candidates, &links, &graph, &mut fetch, mutation,
@@ -315,6 +433,13 @@ impl Engine {
         Ok(ReconstructResult {
             response,
             advisories,
+            time_cue: recall.response.time_cue,
+            mode: req.mode.map(|m| ModeReport {
+                mode: m.name(),
+                token_cap: m.token_cap(),
+                token_cap_applied: false,
+                walk: "skipped",
+            }),
             recall_ms,
             assemble_ms: ms(started),
         })

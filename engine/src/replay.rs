@@ -6,6 +6,11 @@
 //! When the saved pool cannot answer a change exactly (a depth beyond what the arms were
 //! asked for, a row the pool does not hold), the replay still runs on what it has and says
 //! which stage must be re-run (`rerun`). It must never pretend a partial replay is exact.
+//!
+//! A preview excerpt picked by stored blocks (`excerpt_basis` `blocks`/`bits`) depends only on
+//! the row, the query vector and the excerpt size, none of which a replay changes; the trace
+//! does not hold the blocks, so a replayed row that is cut takes the trace's excerpt of that
+//! same row.
 
 use std::collections::BTreeMap;
 
@@ -325,6 +330,8 @@ pub fn replay(trace: &RecallTrace, changes: &ReplayChanges) -> Result<ReplayOutc
             ),
         });
     }
+    let mut outcome = outcome;
+    carry_block_excerpts(trace, &mut outcome.response);
     let unchanged = serde_json::to_value(&outcome.response).ok().as_ref() == Some(&trace.response);
     Ok(ReplayOutcome {
         changes: changes.given.clone(),
@@ -335,4 +342,30 @@ pub fn replay(trace: &RecallTrace, changes: &ReplayChanges) -> Result<ReplayOutc
         stages: outcome.stages,
         unchanged,
     })
+}
+
+/// Gives each replayed row that carries an excerpt the trace's block-picked excerpt of the
+/// same row, when the trace has one (see the module doc).
+fn carry_block_excerpts(trace: &RecallTrace, response: &mut RecallResponse) {
+    use crate::recall::excerpt::ExcerptBasis;
+    let saved: BTreeMap<Ref, (String, ExcerptBasis)> = trace.response["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|m| {
+            let basis = match m["excerpt_basis"].as_str()? {
+                "blocks" => ExcerptBasis::Blocks,
+                "bits" => ExcerptBasis::Bits,
+                _ => return None,
+            };
+            let r: Ref = m["ref"].as_str()?.parse().ok()?;
+            Some((r, (m["excerpt"].as_str()?.to_owned(), basis)))
+        })
+        .collect();
+    for message in &mut response.messages {
+        if let (Some(_), Some((text, basis))) = (&message.excerpt, saved.get(&message.r#ref)) {
+            message.excerpt = Some(text.clone());
+            message.excerpt_basis = Some(*basis);
+        }
+    }
 }

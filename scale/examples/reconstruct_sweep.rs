@@ -2,15 +2,16 @@
 //! stored as a row (`msg_id` = the turn's `dia_id`, `source` = the speaker, timestamp = the
 //! session's date plus 20 s per turn, since LoCoMo dates sessions, not turns) and each
 //! session's summary archived as an episode spanning its turns, so bundling actually occurs.
-//! For counts 1, 2, 4, … max and budgets from one head quote to the maximum it reports, per
-//! cell: evidence recall among the returned items' claims and among their quoted text, quoted
-//! characters carried, response bytes, latency, and the share of items with more than one
-//! claim.
+//! For counts 1, 3, 5, 10 and budgets 800 (one head quote), the default for that count and
+//! twice that default it reports, per cell: evidence recall among the returned items' claims
+//! and among the rows whose text is quoted (head or excerpt), quoted characters carried,
+//! response bytes, the share of items with more than one claim, and latency p50/p95.
 //!
-//! Run: `cargo run -p cpersona-scale --example reconstruct_sweep --profile=dev --
-//! ../shared/data/locomo/locomo10.json [QUESTIONS_PER_CONVERSATION=10] [CONVERSATIONS=10]`.
-//! The hash embedder by default; the builtin MiniLM when `CPERSONA_TEST_MODEL_DIR` names its
-//! folder.
+//! Run (every conversation and question unless limited):
+//! `cargo run --example reconstruct_sweep -- [--embedder minilm|hash] [--model-dir DIR]
+//! [--conversations N] [--questions N] [--data PATH]`. `--embedder minilm` loads the builtin
+//! MiniLM from `--model-dir` (default: `CPERSONA_TEST_MODEL_DIR`, then
+//! `target/test-deps/all-MiniLM-L6-v2`); `hash` (the default) needs nothing.
 #![forbid(unsafe_code)]
 #![allow(clippy::print_stdout)]
 
@@ -20,7 +21,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use comfy_table::Table;
-use cpersona_engine::embed::{Embedder, HashEmbedder};
+use cpersona_engine::embed::{BuiltinEmbedder, Embedder, HashEmbedder};
+use cpersona_engine::reconstruct::budget;
 use cpersona_engine::time::format_ms;
 use cpersona_engine::{
     ArchiveEpisodeRequest, Engine, EngineConfig, ReconstructConfig, ReconstructRequest, StoreId,
@@ -55,18 +57,77 @@ struct Cell {
     latencies: Vec<f64>,
 }
 
+/// The command line.
+struct Args {
+    data: String,
+    embedder: String,
+    model_dir: Option<String>,
+    conversations: usize,
+    questions: usize,
+}
+
+fn parse_args() -> Result<Args, String> {
+    let mut args = Args {
+        data: "../shared/data/locomo/locomo10.json".into(),
+        embedder: "hash".into(),
+        model_dir: std::env::var("CPERSONA_TEST_MODEL_DIR").ok(),
+        conversations: usize::MAX,
+        questions: usize::MAX,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(flag) = it.next() {
+        let mut value = || it.next().ok_or(format!("{flag} needs a value"));
+        let count = |v: String| -> Result<usize, String> {
+            if v == "all" {
+                Ok(usize::MAX)
+            } else {
+                v.parse().map_err(|_| format!("{flag}: not a number: {v}"))
+            }
+        };
+        match flag.as_str() {
+            "--data" => args.data = value()?,
+            "--embedder" => args.embedder = value()?,
+            "--model-dir" => args.model_dir = Some(value()?),
+            "--conversations" => args.conversations = count(value()?)?,
+            "--questions" => args.questions = count(value()?)?,
+            other => {
+                return Err(format!(
+                    "unknown argument {other}; usage: reconstruct_sweep [--embedder minilm|hash] \
+                     [--model-dir DIR] [--conversations N|all] [--questions N|all] [--data PATH]"
+                ));
+            }
+        }
+    }
+    if !matches!(args.embedder.as_str(), "minilm" | "hash") {
+        return Err(format!(
+            "--embedder must be minilm or hash, got {}",
+            args.embedder
+        ));
+    }
+    Ok(args)
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let at = ((sorted.len() as f64 * p).ceil() as usize).clamp(1, sorted.len()) - 1;
+    sorted[at]
+}
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let args: Vec<String> = std::env::args().collect();
-    let path = args
-        .get(1)
-        .map_or("../shared/data/locomo/locomo10.json", String::as_str);
-    let per_conversation: usize = args.get(2).map_or(Ok(10), |s| s.parse())?;
-    let conversations: usize = args.get(3).map_or(Ok(10), |s| s.parse())?;
-    let embedder: Arc<dyn Embedder> = match std::env::var_os("CPERSONA_TEST_MODEL_DIR") {
-        Some(dir) => Arc::new(cpersona_engine::embed::BuiltinEmbedder::load(Path::new(
-            &dir,
-        ))?),
-        None => Arc::new(HashEmbedder::new()),
+    let args = parse_args()?;
+    let path = args.data.as_str();
+    let per_conversation = args.questions;
+    let conversations = args.conversations;
+    let embedder: Arc<dyn Embedder> = if args.embedder == "minilm" {
+        let dir = args
+            .model_dir
+            .clone()
+            .unwrap_or_else(|| "target/test-deps/all-MiniLM-L6-v2".into());
+        Arc::new(BuiltinEmbedder::load(Path::new(&dir))?)
+    } else {
+        Arc::new(HashEmbedder::new())
     };
     let dir = std::env::temp_dir().join(format!("reconstruct_sweep_{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
@@ -163,26 +224,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             }
         }
     }
+    let stored_conversations = data.as_array().map_or(0, |a| a.len().min(conversations));
     println!(
-        "stored {rows} turns of {conversations} conversations in {:.1} s with {}; {} questions",
+        "stored {rows} turns of {stored_conversations} conversations in {:.1} s with {}; {} questions",
         started.elapsed().as_secs_f64(),
         embedder.identity().model_id,
         questions.len()
     );
 
-    let mut counts = vec![1usize];
-    while counts.last().copied().unwrap_or(0) * 2 < limits.max_count {
-        counts.push(counts[counts.len() - 1] * 2);
-    }
-    counts.push(limits.max_count);
-    let mut budgets: Vec<Option<usize>> = vec![None];
-    let mut b = limits.quote_chars.max(limits.excerpt_chars);
-    while b < limits.max_budget {
-        budgets.push(Some(b));
-        b *= 2;
-    }
-    budgets.push(Some(limits.max_budget));
-
+    let counts = [1usize, 3, 5, 10];
     let mut table = Table::new();
     table.set_header(vec![
         "count",
@@ -193,11 +243,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "response bytes",
         "items",
         "items >1 claim",
-        "latency ms mean",
-        "p95",
+        "p50 ms",
+        "p95 ms",
     ]);
     for &count in &counts {
-        for &budget in &budgets {
+        let default = budget::resolve(&limits, None, count.min(limits.max_count)).effective;
+        let budgets = [
+            ("800".to_owned(), Some(800)),
+            (format!("default ({default})"), None),
+            (format!("2x default ({})", 2 * default), Some(2 * default)),
+        ];
+        for (label, budget) in budgets {
             let mut cell = Cell::default();
             for q in &questions {
                 let t = Instant::now();
@@ -241,25 +297,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             }
             let n = cell.calls.max(1) as f64;
             cell.latencies.sort_by(f64::total_cmp);
-            let p95 = cell
-                .latencies
-                .get(
-                    ((cell.latencies.len() as f64 * 0.95) as usize)
-                        .min(cell.latencies.len().saturating_sub(1)),
-                )
-                .copied()
-                .unwrap_or(0.0);
             table.add_row(vec![
                 count.to_string(),
-                budget.map_or("default".into(), |b| b.to_string()),
+                label,
                 format!("{:.3}", cell.recall_claims / n),
                 format!("{:.3}", cell.recall_quoted / n),
                 format!("{:.0}", cell.quoted_chars as f64 / n),
                 format!("{:.0}", cell.bytes as f64 / n),
                 format!("{:.2}", cell.items as f64 / n),
                 format!("{:.3}", cell.multi as f64 / cell.items.max(1) as f64),
-                format!("{:.2}", cell.latencies.iter().sum::<f64>() / n),
-                format!("{p95:.2}"),
+                format!("{:.1}", percentile(&cell.latencies, 0.50)),
+                format!("{:.1}", percentile(&cell.latencies, 0.95)),
             ]);
         }
     }

@@ -205,7 +205,10 @@ impl Engine {
         response: &mut RecallResponse,
     ) -> Result<()> {
         let deeper_query = RecallQuery {
+            // The second pass runs at Recall Depth 100 per arm (the design's depth; held
+            // within the operator's maximum) and returns at most that many rows.
             limit: DEPTH.max(self.config.recall.depth.per_arm()),
+            depth: Some(DEPTH),
             trace: false,
             full_content: false,
             ..q.clone()
@@ -213,7 +216,9 @@ impl Engine {
         DEEPER.with(|d| d.set(true));
         let deeper = self.recall(&deeper_query);
         DEEPER.with(|d| d.set(false));
-        let mut deeper = deeper?.response.messages;
+        let deeper = deeper?.response;
+        let deeper_depth = deeper.depth.unwrap_or(deeper_query.limit);
+        let mut deeper = deeper.messages;
         deeper.reverse(); // best first
         let dim = self.vector_target().dim;
         let held: HashSet<Ref> = response.messages.iter().map(|m| m.r#ref).collect();
@@ -246,6 +251,7 @@ impl Engine {
             admission: Some("reservation"),
             fused_rank: Some(seat.fused_rank),
             cosine_rank: Some(seat.cosine_rank),
+            depth: Some(deeper_depth),
             entity: None,
             hops: None,
         };

@@ -122,6 +122,7 @@ pub fn reason(entity: String, hops: usize) -> MatchReason {
         admission: Some("reservation"),
         fused_rank: None,
         cosine_rank: None,
+        depth: None,
         entity: Some(entity),
         hops: Some(hops),
     }

@@ -4,8 +4,10 @@
 //!
 //! A reduced form of CPersona 2.6's lexical basis (`excerpts.py`): passages end at a line
 //! break or a sentence end, a passage longer than [`MAX_PASSAGE_CHARS`] is split at its last
-//! weak boundary, and passages are ranked by query-trigram presence alone (CPersona adds a
-//! vector ranking when per-block vectors exist, which this store does not keep yet).
+//! weak boundary, and passages are ranked by query-trigram presence alone. When the record has
+//! a rankable stored block set, the engine replaces this excerpt by [`block_excerpt`] (the best
+//! block by int8 cosine, else sign bits, grown with better-ranked neighbours) — CPersona's
+//! `blocks` basis.
 
 use std::collections::BTreeSet;
 
@@ -20,6 +22,10 @@ pub const MAX_PASSAGE_CHARS: usize = 739;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ExcerptBasis {
+    /// The best stored block by int8 cosine to the query vector, grown with neighbours.
+    Blocks,
+    /// The best stored block by sign-bit Hamming distance (some block lacks int8 codes).
+    Bits,
     /// The best-matching passage of a read-time division.
     Lexical,
     /// No passage matched (or the text is one passage): the text's start.
@@ -82,6 +88,31 @@ pub fn excerpt(text: &str, query: &str, cap: usize) -> Option<Excerpt> {
     Some(Excerpt {
         text: chars[start..end].iter().collect(),
         basis,
+        span: (start, end),
+    })
+}
+
+/// The excerpt of at most `cap` characters of `text` picked by its ranked blocks (spans into
+/// `text` as shown); `None` when `cap` is 0 or the choice is empty or out of range.
+pub fn block_excerpt(
+    text: &str,
+    choice: &crate::blocks::BlockChoice,
+    cap: usize,
+) -> Option<Excerpt> {
+    let chars: Vec<char> = text.chars().collect();
+    if cap == 0 || choice.ranked.iter().any(|&(_, e)| e > chars.len()) {
+        return None;
+    }
+    let (start, end) = choice.grow(cap);
+    if end <= start {
+        return None;
+    }
+    Some(Excerpt {
+        text: chars[start..end].iter().collect(),
+        basis: match choice.order {
+            Some(crate::blocks::BlockOrder::SignBits) => ExcerptBasis::Bits,
+            _ => ExcerptBasis::Blocks,
+        },
         span: (start, end),
     })
 }

@@ -87,6 +87,9 @@ pub struct MatchReason {
     /// Propagation seat: 1-based rank by closeness to the best row of the window.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cosine_rank: Option<usize>,
+    /// Propagation seat: the Recall Depth (per arm) the deeper ranking ran at.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub depth: Option<usize>,
     /// Association seat: the declared entity the row mentions.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub entity: Option<String>,
@@ -239,6 +242,7 @@ pub fn match_reason(
             .then_some("gate_fallback"),
         fused_rank: None,
         cosine_rank: None,
+        depth: None,
         entity: None,
         hops: None,
     }

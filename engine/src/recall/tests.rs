@@ -14,5 +14,6 @@ mod gate;
 mod keyword;
 mod pipeline;
 mod prior;
+mod propagation_depth;
 mod select;
 mod shape;

@@ -37,6 +37,8 @@ pub struct Request<'a> {
     pub trace: bool,
     /// Recall admitted its rows by gate fallback.
     pub gate_fallback: bool,
+    /// The default budget of the caller's `mode`, when one was asked.
+    pub mode_budget: Option<usize>,
 }
 
 /// Bounds that acted (`bounds`).
@@ -210,7 +212,12 @@ pub(crate) fn assemble_with(
     }
 
     // The payload budget: the longest prefix of one fixed sequence.
-    let resolved = budget::resolve(config, request.budget, window.effective);
+    let resolved = budget::resolve_in_mode(
+        config,
+        request.budget,
+        window.effective,
+        request.mode_budget,
+    );
     let sizes: Vec<(usize, Vec<usize>)> = built
         .iter()
         .map(|item| {

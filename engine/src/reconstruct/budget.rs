@@ -31,8 +31,8 @@ pub struct BudgetPolicy {
     pub source: CountSource,
     /// True when the maximum lowered the base.
     pub clamped: bool,
-    /// `forced_budget_set`, `budget_requested`, `budget_omitted`, `default_fits_the_window`
-    /// or `raised_to_one_excerpt`.
+    /// `forced_budget_set`, `budget_requested`, `budget_omitted`, `default_fits_the_window`,
+    /// `mode_default` or `raised_to_one_excerpt`.
     pub reason: &'static str,
 }
 
@@ -55,8 +55,25 @@ pub fn resolve(
     requested: Option<usize>,
     count: usize,
 ) -> BudgetResolution {
+    resolve_in_mode(config, requested, count, None)
+}
+
+/// [`resolve`] under a `mode` whose default budget (`mode_default`) replaces the server
+/// default: `forced ?? requested ?? mode default`, capped and floored as ever.
+pub fn resolve_in_mode(
+    config: &ReconstructConfig,
+    requested: Option<usize>,
+    count: usize,
+    mode_default: Option<usize>,
+) -> BudgetResolution {
     let window_heads: usize = (0..count).map(|p| head_cap(config, p)).sum();
     let (base, source, mut reason, mut raised) = match (config.forced_budget, requested) {
+        (None, None) if mode_default.is_some() => (
+            mode_default.unwrap_or(config.default_budget),
+            CountSource::ServerDefault,
+            "mode_default",
+            true,
+        ),
         (Some(forced), _) => (
             forced,
             CountSource::OperatorForced,

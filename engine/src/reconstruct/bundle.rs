@@ -35,6 +35,9 @@ pub struct Candidate {
     pub span: Option<(i64, i64)>,
     /// The stored text quoted from (memory content, episode summary).
     pub text: String,
+    /// The record's blocks ranked against the query vector, when it has a rankable set
+    /// (quotes then pick blocks; else the text heuristic).
+    pub blocks: Option<crate::blocks::BlockChoice>,
 }
 
 /// Why a row is in its item.

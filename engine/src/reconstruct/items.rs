@@ -1,7 +1,7 @@
 //! Structuring and quoting (design §7 "Output"; reference §4.2 steps 7–8): each cluster
 //! becomes one item with its head claim quoted verbatim in `content` (the head record's best
-//! passages by query trigrams, filled while they fit the quote size, shown in text order and
-//! joined by " … "), its other retained claims as preview-tier excerpts, most relevant first,
+//! passages — its stored blocks ranked against the query vector, else by query trigrams —
+//! filled while they fit the quote size, shown in text order and joined by " … "), its other retained claims as preview-tier excerpts, most relevant first,
 //! and one claim per retained row, newest first, with `as_of`, `why` and `roles`.
 //!
 //! Must never write a sentence that is not stored, take an excerpt from outside the item's
@@ -13,6 +13,7 @@ use serde::Serialize;
 
 use super::Mutation;
 use super::bundle::{Candidate, Cluster, DeclaredLink, Walked, Why};
+use crate::blocks::{BlockChoice, BlockOrder};
 use crate::recall::excerpt::{excerpt, passages, query_grams};
 use crate::recall::{Ref, RefKind};
 
@@ -29,16 +30,30 @@ pub const ROLE_WORDS: [&str; 6] = [
     "temporal_predecessor",
 ];
 
-/// How a quote was chosen (`quote_basis`, trace only).
+/// How a quote was chosen (`quote_basis`): the whole text, or passages picked by the record's
+/// stored blocks (int8 cosine, else sign bits), or by the text heuristic when the record has no
+/// rankable block set.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum QuoteBasis {
     /// The text fits the quote: all of it.
     Whole,
-    /// The best passages of a read-time division by query trigrams.
-    Lexical,
-    /// No passage matched: the start of the text.
-    Start,
+    /// Blocks ranked by int8 cosine to the query vector.
+    Blocks,
+    /// Blocks ranked by sign-bit Hamming distance (some block lacks int8 codes).
+    Bits,
+    /// The text heuristic: passages by query trigrams, else the text's start.
+    Text,
+}
+
+impl QuoteBasis {
+    /// The basis a block ranking gives.
+    pub fn of(choice: &BlockChoice) -> Self {
+        match choice.order {
+            Some(BlockOrder::SignBits) => Self::Bits,
+            _ => Self::Blocks,
+        }
+    }
 }
 
 /// A verbatim quotation of one stored text.
@@ -91,19 +106,40 @@ fn start(chars: &[char], cap: usize) -> Quote {
     Quote {
         text: chars[..end].iter().collect(),
         ranges: vec![[0, end]],
-        basis: QuoteBasis::Start,
+        basis: QuoteBasis::Text,
         len: chars.len(),
         expand: Some([end, chars.len()]),
     }
 }
 
+/// Cuts `ranges` of `chars` and joins them by [`ELLIPSIS`].
+fn joined(chars: &[char], ranges: &[[usize; 2]]) -> String {
+    ranges
+        .iter()
+        .map(|r| chars[r[0]..r[1]].iter().collect::<String>())
+        .collect::<Vec<_>>()
+        .join(ELLIPSIS)
+}
+
 /// The head quote of `text` at most `cap` characters long: the whole text when it fits, else
-/// its passages ranked by query trigrams held (earlier first on ties), filled while the joined
-/// quote fits, shown in text order; touching passages are shown as one.
-pub fn head_quote(text: &str, query: &str, cap: usize) -> Quote {
+/// the record's blocks ranked against the query vector (`blocks`, when the record has a
+/// rankable block set) filled while the joined quote fits, else its passages ranked by query
+/// trigrams held (earlier first on ties) filled the same way; shown in text order, touching
+/// passages as one.
+pub fn head_quote(text: &str, query: &str, cap: usize, blocks: Option<&BlockChoice>) -> Quote {
     let chars: Vec<char> = text.chars().collect();
     if chars.len() <= cap {
         return whole(&chars);
+    }
+    if let Some(choice) = blocks.filter(|c| !c.ranked.is_empty()) {
+        let filled = choice.fill(cap, ELLIPSIS.chars().count());
+        return Quote {
+            text: joined(&chars, &filled.ranges),
+            ranges: filled.ranges,
+            basis: QuoteBasis::of(choice),
+            len: chars.len(),
+            expand: filled.severed,
+        };
     }
     let grams = query_grams(query);
     let parts = passages(&chars);
@@ -133,7 +169,7 @@ pub fn head_quote(text: &str, query: &str, cap: usize) -> Quote {
         return Quote {
             text: chars[bs..bs + cap].iter().collect(),
             ranges: vec![[bs, bs + cap]],
-            basis: QuoteBasis::Lexical,
+            basis: QuoteBasis::Text,
             len: chars.len(),
             expand: Some([bs, be]),
         };
@@ -160,32 +196,39 @@ pub fn head_quote(text: &str, query: &str, cap: usize) -> Quote {
             _ => merged.push([s, e]),
         }
     }
-    let text = merged
-        .iter()
-        .map(|r| chars[r[0]..r[1]].iter().collect::<String>())
-        .collect::<Vec<_>>()
-        .join(ELLIPSIS);
+    let text = joined(&chars, &merged);
     Quote {
         text,
         ranges: merged,
-        basis: QuoteBasis::Lexical,
+        basis: QuoteBasis::Text,
         len: chars.len(),
         expand: None,
     }
 }
 
-/// An excerpt cut as the preview tier cuts: the whole text when it fits, else the best
-/// passage grown with matching neighbours (`recall::excerpt`), else the text's start.
-pub fn excerpt_quote(text: &str, query: &str, cap: usize) -> Quote {
+/// An excerpt cut as the preview tier cuts: the whole text when it fits, else the best block
+/// grown with better-ranked neighbours (`blocks`), else the best passage grown with matching
+/// neighbours (`recall::excerpt`), else the text's start.
+pub fn excerpt_quote(text: &str, query: &str, cap: usize, blocks: Option<&BlockChoice>) -> Quote {
     let chars: Vec<char> = text.chars().collect();
     if chars.len() <= cap {
         return whole(&chars);
+    }
+    if let Some(choice) = blocks.filter(|c| !c.ranked.is_empty()) {
+        let (s, e) = choice.grow(cap);
+        return Quote {
+            text: chars[s..e].iter().collect(),
+            ranges: vec![[s, e]],
+            basis: QuoteBasis::of(choice),
+            len: chars.len(),
+            expand: None,
+        };
     }
     match excerpt(text, query, cap) {
         Some(found) if found.basis == crate::recall::excerpt::ExcerptBasis::Lexical => Quote {
             text: found.text,
             ranges: vec![[found.span.0, found.span.1]],
-            basis: QuoteBasis::Lexical,
+            basis: QuoteBasis::Text,
             len: chars.len(),
             expand: None,
         },
@@ -234,6 +277,12 @@ pub struct ItemExcerpt {
     /// The stored text's length, when the excerpt is cut.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub content_len: Option<usize>,
+    /// Where `content` is in the claim's record, `[start, end)`, when the excerpt is cut.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub range: Option<[usize; 2]>,
+    /// How the excerpt was chosen, when it is cut.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub quote_basis: Option<QuoteBasis>,
 }
 
 /// Rows with the same message id and timestamp: both kept, marked.
@@ -262,9 +311,8 @@ pub struct Expand {
 pub struct Item {
     /// The head claim's best passages, verbatim, joined by " … ".
     pub content: String,
-    /// How `content` was chosen (trace only).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub quote_basis: Option<QuoteBasis>,
+    /// How `content` was chosen: `whole`, `blocks`, `bits` or `text`.
+    pub quote_basis: QuoteBasis,
     /// The head record's length when `content` is cut.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub content_len: Option<usize>,
@@ -400,7 +448,7 @@ pub(crate) fn build_with(
     let held: BTreeSet<Ref> = retained.iter().map(|m| row_ref(m.row)).collect();
 
     let head_row = retained[0].row;
-    let quote = head_quote(&head_row.text, ctx.query, cap);
+    let quote = head_quote(&head_row.text, ctx.query, cap, head_row.blocks.as_ref());
 
     // Excerpts: the other retained claims, most relevant first.
     let excerpt_rows: Vec<&Candidate> = if mutation == Mutation::ExcerptOutsideItem {
@@ -415,10 +463,13 @@ pub(crate) fn build_with(
     let excerpts = excerpt_rows
         .into_iter()
         .map(|row| {
-            let q = excerpt_quote(&row.text, ctx.query, ctx.excerpt_chars);
+            let q = excerpt_quote(&row.text, ctx.query, ctx.excerpt_chars, row.blocks.as_ref());
+            let cut = q.is_cut();
             ItemExcerpt {
                 r#ref: row_ref(row),
-                content_len: q.is_cut().then_some(q.len),
+                content_len: cut.then_some(q.len),
+                range: cut.then(|| q.ranges.first().copied()).flatten(),
+                quote_basis: cut.then_some(q.basis),
                 content: q.text,
             }
         })
@@ -526,7 +577,7 @@ pub(crate) fn build_with(
     }
     let item = Item {
         content_len: quote.is_cut().then_some(quote.len),
-        quote_basis: ctx.trace.then_some(quote.basis),
+        quote_basis: quote.basis,
         expand: quote.expand.map(|span| Expand {
             r#ref: row_ref(head_row),
             span,

@@ -17,6 +17,10 @@ pub mod items;
 pub mod window;
 
 #[cfg(test)]
+mod block_tests;
+#[cfg(test)]
+mod request_tests;
+#[cfg(test)]
 mod tests;
 
 pub use assemble::{Bounds, ReconstructResponse, Report, Request, Trace, assemble};
@@ -57,4 +61,6 @@ pub(crate) enum Mutation {
     ExcerptOutsideItem,
     /// A tight budget reorders the sequence (smallest pieces first) to fit more.
     AllocationByBudget,
+    /// Quotes ignore the records' stored blocks (the text heuristic everywhere).
+    BlocksIgnored,
 }

@@ -62,6 +62,7 @@ fn run_with(
         max_evidence: 40,
         trace: false,
         gate_fallback: false,
+        mode_budget: None,
     };
     assemble_with(
         config,
@@ -479,7 +480,7 @@ fn the_walk_follows_declared_entities_to_max_hops() {
 fn head_quotes_are_verbatim_passages_within_the_cap() {
     let text = "Intro line about nothing.\nThe apple fell.\nMore filler here.\nA river ran by.\n"
         .repeat(20);
-    let q = head_quote(&text, "apple river", 200);
+    let q = head_quote(&text, "apple river", 200, None);
     let chars: Vec<char> = text.chars().collect();
     assert!(q.text.chars().count() <= 200);
     let parts: Vec<String> = q
@@ -489,8 +490,8 @@ fn head_quotes_are_verbatim_passages_within_the_cap() {
         .collect();
     assert_eq!(q.text, parts.join(super::items::ELLIPSIS));
     assert!(q.text.contains("apple") && q.text.contains("river"));
-    assert_eq!(head_quote("short", "x", 200).text, "short");
-    let e = excerpt_quote(&text, "river", 100);
+    assert_eq!(head_quote("short", "x", 200, None).text, "short");
+    let e = excerpt_quote(&text, "river", 100, None);
     assert!(e.text.chars().count() <= 100 && text.contains(&e.text));
 }
 

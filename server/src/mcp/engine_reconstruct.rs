@@ -1,9 +1,10 @@
-//! `reconstruct` over the engine: wire arguments become a `ReconstructRequest`, the engine's
-//! response body is sent as is, plus the embedder advisory, recall's notices and a note for
-//! each argument this build accepts but does not apply (it never pretends to have applied
-//! one). No ranking, bundling or budgeting happens here.
+//! `reconstruct` over the engine: wire arguments become a `ReconstructRequest` (the time cue
+//! parsed exactly as `recall` parses it, `source_id` and `mode` passed down), the engine's
+//! response body is sent as is, plus the embedder advisory, recall's notices, the candidate
+//! recall's `time_cue` block and what the `mode` did (its token cap is reported not applied:
+//! it never pretends to have applied one). No ranking, bundling or budgeting happens here.
 
-use cpersona_engine::ReconstructRequest;
+use cpersona_engine::{ReconstructMode, ReconstructRequest};
 use serde_json::{Value, json};
 
 use crate::mcp::backend::{ToolError, ToolResult};
@@ -12,6 +13,19 @@ use crate::mcp::wire;
 
 /// `reconstruct`.
 pub(crate) fn reconstruct(backend: &EngineBackend, args: wire::ReconstructArgs) -> ToolResult {
+    let time_cue = crate::mcp::engine_recall::engine_cue(args.time_cue.as_ref())?;
+    let mode = match (args.mode, args.lite) {
+        (Some(_), Some(_)) => {
+            return Err(ToolError::user(
+                "`lite` is the legacy alias of `mode: \"lite\"`; give one of them, not both",
+            ));
+        }
+        (Some(wire::ReconstructMode::Lite), None) | (None, Some(true)) => {
+            Some(ReconstructMode::Lite)
+        }
+        (Some(wire::ReconstructMode::Pro), None) => Some(ReconstructMode::Pro),
+        (None, _) => None,
+    };
     let request = ReconstructRequest {
         agent_id: args.agent_id,
         project_id: args.project_id,
@@ -24,6 +38,10 @@ pub(crate) fn reconstruct(backend: &EngineBackend, args: wire::ReconstructArgs) 
         budget: args.budget.map(|c| c as usize),
         deep: args.deep,
         trace: args.trace,
+        time_cue,
+        source_id: args.source_id,
+        mode,
+        now_ms: None,
     };
     let result = backend
         .engine()
@@ -37,26 +55,15 @@ pub(crate) fn reconstruct(backend: &EngineBackend, args: wire::ReconstructArgs) 
     if let Some(advisory) = backend.advisory() {
         object.insert("advisory".to_owned(), advisory);
     }
-    let mut notices: Vec<Value> = result.advisories.into_iter().map(Value::from).collect();
-    if !args.source_id.is_empty() {
-        notices.push(json!(
-            "source_id is not applied by reconstruct in this build; candidates were not filtered by source"
-        ));
-    }
-    if args.mode.is_some() || args.lite == Some(true) {
-        notices.push(json!(
-            "mode/lite token caps are not implemented in this build; the default shape and character budget applied"
-        ));
-    }
+    let notices: Vec<Value> = result.advisories.into_iter().map(Value::from).collect();
     if !notices.is_empty() {
         object.insert("notices".to_owned(), Value::Array(notices));
     }
-    if args.time_cue.is_some() {
-        object.insert(
-            "time_cue".to_owned(),
-            json!({"policy": "none", "ignored": "unsupported",
-                   "hint": "this build does not read time cues yet; the reconstruct ran without one"}),
-        );
+    if let Some(cue) = &result.time_cue {
+        object.insert("time_cue".to_owned(), to_json(cue)?);
+    }
+    if let Some(mode) = &result.mode {
+        object.insert("mode".to_owned(), to_json(mode)?);
     }
     if args.trace
         && let Some(trace) = object.get_mut("trace").and_then(Value::as_object_mut)
@@ -67,4 +74,9 @@ pub(crate) fn reconstruct(backend: &EngineBackend, args: wire::ReconstructArgs) 
         );
     }
     Ok(body)
+}
+
+fn to_json(value: &impl serde::Serialize) -> Result<Value, ToolError> {
+    serde_json::to_value(value)
+        .map_err(|err| ToolError::internal(format!("cannot encode the response: {err}")))
 }

@@ -142,12 +142,55 @@ async fn reconstruct_bundles_versions_and_reports_its_window() {
     assert_eq!(body["ok"], false);
     assert_eq!(body["items"], json!([]));
 
-    // A time cue is accepted and reported unused.
+    // A time cue reaches the candidate recall and comes back as recall reports it.
     let (error, body) = call(
         &client,
         json!({"agent_id": "a", "query": "kettle", "time_cue": {"ago": "long_ago", "confidence": "vague"}}),
     )
     .await;
     assert!(!error, "{body}");
-    assert_eq!(body["time_cue"]["ignored"], "unsupported");
+    assert_eq!(body["time_cue"]["policy"], "cued-v0.3", "{body}");
+    assert!(body.get("notices").is_none(), "{body}");
+    // A bad cue is refused with recall's words, nothing run.
+    let (error, body) = call(
+        &client,
+        json!({"agent_id": "a", "query": "kettle", "time_cue": {"after": "2026-02-01", "before": "2026-01-01", "confidence": "sure"}}),
+    )
+    .await;
+    assert!(error);
+    assert_eq!(body["ok"], false);
+
+    // source_id filters as recall does: no candidate carries another source.
+    let (error, body) = call(
+        &client,
+        json!({"agent_id": "a", "query": "copper kettle", "source_id": "nobody-has-this"}),
+    )
+    .await;
+    assert!(!error, "{body}");
+    assert_eq!(body["returned_count"], 0, "{body}");
+
+    // A mode is applied and says what it did; its token cap is said not applied.
+    let (error, body) = call(
+        &client,
+        json!({"agent_id": "a", "query": "copper kettle", "mode": "lite"}),
+    )
+    .await;
+    assert!(!error, "{body}");
+    assert_eq!(body["mode"]["mode"], "lite");
+    assert_eq!(body["mode"]["token_cap_applied"], false);
+    let (_, body) = call(
+        &client,
+        json!({"agent_id": "a", "query": "copper kettle", "mode": "pro"}),
+    )
+    .await;
+    assert_eq!(body["effective_count"], 15, "{body}");
+    // `lite` with `mode`, or an unknown mode, is a clear error.
+    for args in [
+        json!({"agent_id": "a", "query": "kettle", "mode": "lite", "lite": true}),
+        json!({"agent_id": "a", "query": "kettle", "mode": "max"}),
+    ] {
+        let (error, body) = call(&client, args).await;
+        assert!(error);
+        assert_eq!(body["ok"], false, "{body}");
+    }
 }

@@ -73,7 +73,8 @@ pub struct ReconstructArgs {
     /// When the sought memory happened.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub time_cue: Option<TimeCue>,
-    /// `lite` (compact, about 3,000 tokens) or `pro` (15 items, about 5,000 tokens).
+    /// `lite` (2,800 characters of quotes by default, no relation walk) or `pro` (15 items, the
+    /// maximum budget, no relation walk); CPersona's token caps are not enforced (said in `mode`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mode: Option<ReconstructMode>,
     /// Legacy alias of `mode: "lite"`; not with `mode`.
