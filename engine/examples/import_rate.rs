@@ -1,15 +1,17 @@
 //! Measures two write-path figures on this machine and prints them: `store` latency for one
-//! row (p50/p90 over 2,000 rows, trivial embedder) and `import_memories` rows/s for 100,000
+//! row (p50/p90/p99 with a trivial, the hash and, when `CPERSONA_MODEL_DIR` is set, the builtin
+//! embedder) and `import_memories` rows/s for 100,000
 //! rows with pre-computed 384-dim embeddings, first with every batch on the per-row FTS path
 //! (the triggers), then into a fresh store on the bulk path (`portability/bulk.rs`), so one run
-//! gives both. Run: `cargo run --release -p cpersona-engine --example import_rate [rows]`.
+//! gives both. Run: `cargo run --release --workspace --example import_rate [rows] [both|bulk|per-row]`.
 #![allow(clippy::print_stdout)]
 
 use std::io::Write;
 use std::sync::Arc;
 use std::time::Instant;
 
-use cpersona_engine::embed::{EmbedError, Embedder, EmbedderIdentity};
+use cpersona_engine::embed::builtin::BuiltinEmbedder;
+use cpersona_engine::embed::{EmbedError, Embedder, EmbedderIdentity, HashEmbedder};
 use cpersona_engine::{Engine, EngineConfig, ImportRequest, StoreRequest, vector};
 
 const DIM: usize = 384;
@@ -29,35 +31,39 @@ impl Embedder for Trivial {
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let n_import: usize = std::env::args().nth(1).map_or(Ok(100_000), |s| s.parse())?;
+    // Which import paths to time: `both` (default), `bulk` or `per-row` (a profile of one).
+    let paths = std::env::args().nth(2).unwrap_or_else(|| "both".into());
+    if !["both", "bulk", "per-row"].contains(&paths.as_str()) {
+        return Err(format!("paths must be both, bulk or per-row, not {paths}").into());
+    }
     let dir = tempfile::tempdir()?;
-    let embedder = Arc::new(Trivial(EmbedderIdentity {
+    let embedder: Arc<dyn Embedder> = Arc::new(Trivial(EmbedderIdentity {
         model_id: "trivial".into(),
         dim: DIM,
         window_tokens: 256,
     }));
 
-    let engine = Engine::open(
-        EngineConfig::new(dir.path().join("store.db")),
-        embedder.clone(),
-    )?;
-    let mut micros = Vec::new();
-    for i in 0..2_000 {
-        let req = StoreRequest {
-            agent_id: "bench".into(),
-            content: format!("memory number {i}: the quick brown fox jumps over the lazy dog"),
-            ..Default::default()
-        };
-        let start = Instant::now();
-        engine.store(&req)?;
-        micros.push(start.elapsed().as_micros());
+    // Store latency with each embedder this machine has: the trivial one isolates the store's
+    // own cost; hash and builtin (when CPERSONA_MODEL_DIR names a model folder) add embedding.
+    let mut embedders: Vec<(String, Arc<dyn Embedder>, usize)> = vec![
+        (format!("trivial {DIM}-dim"), embedder.clone(), 2_000),
+        ("hash".into(), Arc::new(HashEmbedder::new()), 2_000),
+    ];
+    if let Some(model) = std::env::var_os("CPERSONA_MODEL_DIR") {
+        embedders.push((
+            "builtin MiniLM".into(),
+            Arc::new(BuiltinEmbedder::load(model.as_ref())?),
+            200,
+        ));
     }
-    micros.sort_unstable();
-    println!(
-        "store (1 row, trivial {DIM}-dim embedder, 2000 rows): p50 {} us, p90 {} us, p99 {} us",
-        micros[micros.len() / 2],
-        micros[micros.len() * 9 / 10],
-        micros[micros.len() * 99 / 100]
-    );
+    for (i, (label, store_embedder, rows)) in embedders.into_iter().enumerate() {
+        time_stores(
+            &dir.path().join(format!("store-{i}.db")),
+            store_embedder,
+            &label,
+            rows,
+        )?;
+    }
 
     let path = dir.path().join("import.jsonl");
     let mut out = std::io::BufWriter::new(std::fs::File::create(&path)?);
@@ -93,18 +99,34 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let size = std::fs::metadata(&path)?.len();
     // 100K rows with 384-dim base64 vectors are ~240 MB, past CPersona's 100 MiB default cap.
     for (label, bulk_min_rows) in [("per-row FTS", usize::MAX), ("bulk FTS", 256)] {
+        if paths != "both" && !label.starts_with(&paths) {
+            continue;
+        }
         let mut config = EngineConfig::new(dir.path().join(format!("import-{bulk_min_rows}.db")));
         config.max_import_bytes = 1 << 30;
         config.import_bulk_min_rows = bulk_min_rows;
         let engine = Engine::open(config, embedder.clone())?;
         let start = Instant::now();
+        let cpu_start = cpu_seconds();
         let outcome = engine.import_memories(&ImportRequest {
             input_path: path.clone(),
             ..Default::default()
         })?;
         let secs = start.elapsed().as_secs_f64();
+        // On a shared machine the wall clock counts time spent waiting for a core; the
+        // process's own CPU time does not, so both are printed.
+        let cpu = match (cpu_start, cpu_seconds()) {
+            (Some(a), Some(b)) if b > a => {
+                format!(
+                    ", {:.2} CPU s = {:.0} rows per CPU second",
+                    b - a,
+                    n_import as f64 / (b - a)
+                )
+            }
+            _ => String::new(),
+        };
         println!(
-            "import, {label} ({n_import} rows, {DIM}-dim pre-computed embeddings, {:.0} MiB file): {:.2} s, {:.0} rows/s (imported {}, embedded {}, queued {})",
+            "import, {label} ({n_import} rows, {DIM}-dim pre-computed embeddings, {:.0} MiB file): {:.2} s, {:.0} rows/s{cpu} (imported {}, embedded {}, queued {})",
             size as f64 / 1048576.0,
             secs,
             n_import as f64 / secs,
@@ -114,4 +136,45 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         );
     }
     Ok(())
+}
+
+/// Stores `rows` short rows one at a time and prints the latency percentiles.
+fn time_stores(
+    db: &std::path::Path,
+    embedder: Arc<dyn Embedder>,
+    label: &str,
+    rows: usize,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let engine = Engine::open(EngineConfig::new(db.to_path_buf()), embedder)?;
+    let mut micros = Vec::with_capacity(rows);
+    for i in 0..rows {
+        let req = StoreRequest {
+            agent_id: "bench".into(),
+            content: format!("memory number {i}: the quick brown fox jumps over the lazy dog"),
+            ..Default::default()
+        };
+        let start = Instant::now();
+        engine.store(&req)?;
+        micros.push(start.elapsed().as_micros());
+    }
+    micros.sort_unstable();
+    println!(
+        "store (1 row, {label} embedder, {rows} rows): p50 {} us, p90 {} us, p99 {} us",
+        micros[rows / 2],
+        micros[rows * 9 / 10],
+        micros[rows * 99 / 100]
+    );
+    Ok(())
+}
+
+/// User + system CPU seconds of this process so far (Linux `/proc/self/stat`, 100 ticks/s);
+/// `None` elsewhere.
+fn cpu_seconds() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // Fields after the command name (which may hold spaces) start at state (field 3).
+    let rest = stat.rsplit_once(')')?.1;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let utime: f64 = fields.get(11)?.parse().ok()?;
+    let stime: f64 = fields.get(12)?.parse().ok()?;
+    Some((utime + stime) / 100.0)
 }

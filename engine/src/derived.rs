@@ -91,14 +91,18 @@ fn read_parent(conn: &Connection, r: Ref) -> Result<Option<(String, [String; 3])
         .optional()?)
 }
 
-/// Writes block offsets with no vectors for a record inside the caller's transaction (the
-/// import path); nothing for a record of one block. The queue drain fills the vectors.
-pub(crate) fn write_offsets(tx: &Transaction<'_>, r: Ref) -> Result<()> {
-    let Some((text, axes)) = read_parent(tx, r)? else {
-        return Ok(());
-    };
-    let blocks = segment(&text, &[]);
+/// Writes block offsets with no vectors for a record just inserted inside the caller's
+/// transaction (the import path), from the text and axes the caller holds (no read back);
+/// nothing for a record of one block. The queue drain fills the vectors.
+pub(crate) fn write_offsets(
+    tx: &Transaction<'_>,
+    r: Ref,
+    text: &str,
+    axes: [&str; 3],
+) -> Result<()> {
+    let blocks = segment(text, &[]);
     if blocks.len() > 1 {
+        let axes = axes.map(str::to_owned);
         replace(tx, r, &axes, &[], &blocks, None)?;
     }
     Ok(())

@@ -85,32 +85,48 @@ pub fn base64_encode(bytes: &[u8]) -> String {
     out
 }
 
-/// Decodes standard base64 (padding optional, whitespace refused); `None` when malformed.
-pub fn base64_decode(text: &str) -> Option<Vec<u8>> {
-    let text = text.trim_end_matches('=');
-    let mut out = Vec::with_capacity(text.len() * 3 / 4);
-    let mut acc = 0u32;
-    let mut n_bits = 0u32;
-    for byte in text.bytes() {
-        let value = match byte {
-            b'A'..=b'Z' => byte - b'A',
-            b'a'..=b'z' => byte - b'a' + 26,
-            b'0'..=b'9' => byte - b'0' + 52,
-            b'+' => 62,
-            b'/' => 63,
-            _ => return None,
-        };
-        acc = (acc << 6) | u32::from(value);
-        n_bits += 6;
-        if n_bits >= 8 {
-            n_bits -= 8;
-            out.push((acc >> n_bits) as u8);
-            acc &= (1 << n_bits) - 1;
-        }
+/// A byte's sextet in [`ALPHABET`], or [`NOT_BASE64`].
+const SEXTET: [u8; 256] = {
+    let mut table = [NOT_BASE64; 256];
+    let mut i = 0;
+    while i < 64 {
+        table[ALPHABET[i] as usize] = i as u8;
+        i += 1;
     }
-    // A lone trailing sextet cannot encode a byte.
-    if n_bits >= 6 {
-        return None;
+    table
+};
+const NOT_BASE64: u8 = 0xFF;
+
+/// Decodes standard base64 (padding optional, whitespace refused); `None` when malformed.
+/// Four characters at a time through a lookup table: imports decode one 2 KB vector per row,
+/// and the bit-at-a-time loop this replaces was 8% of a bulk import's profile.
+pub fn base64_decode(text: &str) -> Option<Vec<u8>> {
+    let text = text.trim_end_matches('=').as_bytes();
+    let mut out = Vec::with_capacity(text.len() / 4 * 3 + 2);
+    let sextets = |chunk: &[u8]| -> Option<u32> {
+        chunk.iter().try_fold(0u32, |acc, &byte| {
+            let value = SEXTET[usize::from(byte)];
+            (value != NOT_BASE64).then_some((acc << 6) | u32::from(value))
+        })
+    };
+    let mut quads = text.chunks_exact(4);
+    for quad in &mut quads {
+        let n = sextets(quad)?;
+        out.extend_from_slice(&[(n >> 16) as u8, (n >> 8) as u8, n as u8]);
+    }
+    let rest = quads.remainder();
+    match rest.len() {
+        0 => {}
+        // A lone trailing sextet cannot encode a byte.
+        1 => return None,
+        len => {
+            // Two sextets carry one byte, three carry two; the left-over bits are dropped.
+            let n = sextets(rest)? << (6 * (4 - len));
+            out.push((n >> 16) as u8);
+            if len == 3 {
+                out.push((n >> 8) as u8);
+            }
+        }
     }
     Some(out)
 }

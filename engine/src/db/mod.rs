@@ -36,6 +36,10 @@ pub(crate) fn configure(conn: &Connection, busy_timeout_ms: u32) -> Result<()> {
     // NORMAL is durable across application crashes in WAL mode and loses at most the last
     // transactions on power loss, the trade CPersona makes too.
     conn.pragma_update(None, "synchronous", "NORMAL")?;
+    // Statement journals (every INSERT that fires triggers or writes FTS5 keeps one) stay in
+    // memory instead of spilling to a temporary file: they are short-lived and were 14% of
+    // an import's profile as pwrite64 calls.
+    conn.pragma_update(None, "temp_store", "MEMORY")?;
     conn.set_prepared_statement_cache_capacity(64);
     Ok(())
 }

@@ -507,7 +507,12 @@ fn apply(
                     continue;
                 }
                 outcome.imported_memories += 1;
-                crate::derived::write_offsets(tx, crate::recall::Ref::mem(tx.last_insert_rowid()))?;
+                crate::derived::write_offsets(
+                    tx,
+                    crate::recall::Ref::mem(tx.last_insert_rowid()),
+                    content,
+                    [&axes.agent_id, &axes.project_id, &axes.channel],
+                )?;
                 finish_embedding(tx, "memories", &axes.agent_id, embedding, outcome)?;
             }
             Record::Episode {
@@ -543,7 +548,12 @@ fn apply(
                     resolved, created_at_ms, blob, model, dim, tag,
                 ])?;
                 outcome.imported_episodes += 1;
-                crate::derived::write_offsets(tx, crate::recall::Ref::ep(tx.last_insert_rowid()))?;
+                crate::derived::write_offsets(
+                    tx,
+                    crate::recall::Ref::ep(tx.last_insert_rowid()),
+                    summary,
+                    [&axes.agent_id, &axes.project_id, &axes.channel],
+                )?;
                 finish_embedding(tx, "episodes", &axes.agent_id, embedding, outcome)?;
             }
             Record::Profile {
