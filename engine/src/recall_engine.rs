@@ -226,6 +226,7 @@ impl Engine {
 
     /// Resolves the cue, runs the envelope fetch (the recall's second and last fetch) and the
     /// loop, and returns the plan the pipeline applies plus the response block and trace.
+    #[allow(clippy::too_many_arguments)]
     fn cue_plan(
         &self,
         conn: &Connection,
@@ -233,6 +234,7 @@ impl Engine {
         cue: &TimeCue,
         now_ms: Option<i64>,
         query_vector: Option<&[f32]>,
+        sufficiency: &deliberate::Sufficiency,
         recall_started: Instant,
     ) -> Result<Cued> {
         let config = self.config.recall.cue;
@@ -247,6 +249,8 @@ impl Engine {
             seated: 0,
             ignored: None,
             limits: Vec::new(),
+            stopped_by: None,
+            propagated: None,
         };
         let period = match cue.resolve(now, span) {
             Resolution::Period(period) => period,
@@ -279,6 +283,7 @@ impl Engine {
             cue.confidence,
             &fetched.rows,
             fetched.cut,
+            sufficiency,
             || ms(recall_started),
         );
         let mut rows: std::collections::HashMap<Ref, PriorRow> = fetched
@@ -303,15 +308,18 @@ impl Engine {
         response.confidence = outcome.confidence;
         response.revised = outcome.report.stages.len() > 1;
         response.limits = outcome.report.limits.clone();
+        response.stopped_by = Some(outcome.report.stopped_by);
         let plan = CuePlan {
             prior: Prior::cued(CuePrior {
                 envelope: outcome.envelope,
                 max_up: outcome.confidence.lift(),
                 depth: config.depth,
+                context_up: 0,
             }),
             rows,
             found: outcome.found,
             seats: outcome.confidence.seats(),
+            context: fetched.context,
         };
         Ok(Cued {
             plan: Some(plan),
@@ -453,6 +461,12 @@ impl Engine {
                     cue,
                     q.now_ms,
                     query_vector.as_deref(),
+                    &deliberate::Sufficiency {
+                        gate_threshold: config
+                            .gate
+                            .enabled
+                            .then(|| crate::recall::gate::threshold(&config.gate, &gate_input).0),
+                    },
                     recall_started,
                 )?),
                 None => None,
@@ -499,6 +513,7 @@ impl Engine {
                 let mut block = cued.response;
                 block.moved = applied.map_or(0, |a| a.moved);
                 block.seated = applied.map_or(0, |a| a.seated.len());
+                block.propagated = applied.and_then(|a| a.propagated.clone());
                 outcome.response.time_cue = Some(block);
                 outcome.stages.deliberation = cued.report;
             }
