@@ -241,7 +241,7 @@ impl Engine {
         let now = now_ms.unwrap_or_else(crate::time::now_ms);
         let span = envelope::span(conn, scope)?;
         let mut response = CueResponse {
-            policy: crate::recall::cue::POLICY,
+            policy: crate::recall::cue::POLICY.into(),
             period: None,
             confidence: cue.confidence,
             revised: false,
@@ -256,11 +256,11 @@ impl Engine {
             Resolution::Period(period) => period,
             Resolution::RecentOnly(period) => {
                 response.period = Some(period.text());
-                response.ignored = Some("recent_only");
+                response.ignored = Some("recent_only".into());
                 return Ok(Cued::unused(response));
             }
             Resolution::EmptyScope => {
-                response.ignored = Some("empty_scope");
+                response.ignored = Some("empty_scope".into());
                 return Ok(Cued::unused(response));
             }
         };
@@ -508,6 +508,11 @@ impl Engine {
             if let Some(err) = failure.into_inner() {
                 return Err(err);
             }
+            let traced_plan = if q.trace {
+                cued.as_ref().and_then(|c| c.plan.clone())
+            } else {
+                None
+            };
             if let Some(cued) = cued {
                 let applied = outcome.stages.cue.as_ref();
                 let mut block = cued.response;
@@ -529,6 +534,7 @@ impl Engine {
                     &outcome.stages,
                     seen,
                     confidence.as_ref(),
+                    traced_plan,
                 )?;
                 Some(Box::new(c))
             } else {

@@ -1,7 +1,9 @@
 //! Counterfactual replay: re-runs the pure recall pass ([`crate::recall::run`]) over a saved
 //! [`RecallTrace`] with one or more conditions changed (depth, gate threshold, one arm alone,
 //! a fusion weight or mode, limit, the full-content budget, `deep`, the cue), using only the
-//! trace's arm lists, gate input and pool: no store, no index, no embedder.
+//! trace's arm lists, gate input and pool: no store, no index, no embedder. A trace of a cued
+//! recall also holds the cue's plan; the replay re-applies its re-order, propagation and held
+//! seats (`cue=off` drops them), and rebuilds the response's `time_cue` block.
 //!
 //! When the saved pool cannot answer a change exactly (a depth beyond what the arms were
 //! asked for, a row the pool does not hold), the replay still runs on what it has and says
@@ -12,8 +14,9 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::error::{Error, Result};
+use crate::recall::deliberate::CueResponse;
 use crate::recall::pipeline::RecallStages;
-use crate::recall::{Arm, RecallRequest, RecallResponse, Ref, run};
+use crate::recall::{Arm, RecallRequest, RecallResponse, Ref, run_cued};
 use crate::trace::{RecallTrace, arm_lists, arm_name, arm_named, fusion_named};
 
 /// The conditions a replay changes; `None` keeps the trace's.
@@ -43,7 +46,7 @@ pub struct ReplayChanges {
     pub full_content: Option<bool>,
     /// `deep`.
     pub deep: Option<bool>,
-    /// `cue=off` asked (accepted; a single-pass trace has no cue to disable).
+    /// `cue=off`: the cue's re-order, propagation and seats are not applied.
     pub cue_off: bool,
     /// The changes as given, for the report.
     pub given: Vec<String>,
@@ -271,7 +274,12 @@ pub fn replay(trace: &RecallTrace, changes: &ReplayChanges) -> Result<ReplayOutc
     if let Some(budget) = changes.budget {
         config.shape.full_content_budget_chars = budget;
     }
-    if changes.cue_off {
+    let plan = if changes.cue_off {
+        None
+    } else {
+        trace.cue.as_ref().map(crate::trace::TraceCue::to_plan)
+    };
+    if changes.cue_off && trace.cue.is_none() && trace.response.get("time_cue").is_none() {
         notes.push(format!(
             "no cue in this trace (process {}): cue=off changes nothing",
             trace.policy.process
@@ -297,11 +305,12 @@ pub fn replay(trace: &RecallTrace, changes: &ReplayChanges) -> Result<ReplayOutc
     let pool = trace.pool_map();
     let confidence = trace.confidence_inputs();
     let mut missing = Vec::new();
-    let outcome = run(
+    let mut outcome = run_cued(
         &config,
         &request,
         arms,
         &gate_input,
+        plan.as_ref(),
         |r| match pool.get(&r) {
             Some(row) => row.clone(),
             None => {
@@ -324,6 +333,21 @@ pub fn replay(trace: &RecallTrace, changes: &ReplayChanges) -> Result<ReplayOutc
                     .join(", ")
             ),
         });
+    }
+    if !changes.cue_off
+        && let Some(block) = trace.response.get("time_cue")
+    {
+        let mut block: CueResponse =
+            serde_json::from_value(block.clone()).map_err(|err| Error::InvalidInput {
+                field: "trace.response.time_cue",
+                reason: err.to_string(),
+            })?;
+        if let Some(applied) = &outcome.stages.cue {
+            block.moved = applied.moved;
+            block.seated = applied.seated.len();
+            block.propagated = applied.propagated.clone();
+        }
+        outcome.response.time_cue = Some(block);
     }
     let unchanged = serde_json::to_value(&outcome.response).ok().as_ref() == Some(&trace.response);
     Ok(ReplayOutcome {

@@ -17,7 +17,7 @@
 
 use std::collections::HashMap;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::candidate::Ref;
 use super::cue::{DAY_MS, Period, PeriodText};
@@ -43,7 +43,7 @@ pub struct PoolContext {
 }
 
 /// Why a row got a context move.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ContextBy {
     /// It shares the strong hit's `source.id`.
@@ -53,19 +53,20 @@ pub enum ContextBy {
 }
 
 /// One context cue.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ContextCue {
     /// The row.
-    #[serde(rename = "ref")]
+    #[serde(rename = "ref", with = "crate::trace::ref_serde")]
     pub r#ref: Ref,
     /// What it shares with the strong hit.
     pub by: ContextBy,
 }
 
 /// What propagation did, for the response's `time_cue` block and the trace.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Propagated {
     /// The strong hit.
+    #[serde(with = "crate::trace::ref_serde")]
     pub from: Ref,
     /// Its cosine lead over the next passed row (4 decimals).
     pub separation: f64,
@@ -74,7 +75,7 @@ pub struct Propagated {
     /// False when the envelope was already no longer than the floor (period unchanged).
     pub narrowed: bool,
     /// Rows given a context move (at most [`CONTEXT_CAP`]).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub context: Vec<ContextCue>,
 }
 

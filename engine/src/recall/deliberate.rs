@@ -320,13 +320,13 @@ pub fn run(
     }
 }
 
-/// The `time_cue` block of a recall response.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+/// The `time_cue` block of a recall response (read back from a trace by replay).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CueResponse {
     /// The policy version.
-    pub policy: &'static str,
+    pub policy: String,
     /// The final stage's envelope (the period widened by `confidence`).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub period: Option<PeriodText>,
     /// The final confidence (one step wider than asked when revised).
     pub confidence: CueConfidence,
@@ -338,15 +338,15 @@ pub struct CueResponse {
     pub seated: usize,
     /// Why the cue was not used: `recent_only` (the period starts within the last 24 h, which
     /// an uncued recall already favours) or `empty_scope` (no dated rows to aim at).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub ignored: Option<&'static str>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ignored: Option<String>,
     /// Hard limits that acted in the loop.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub limits: Vec<LoopLimit>,
     /// What ended the loop (a sufficiency rule, a hard limit, or no wider period).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stopped_by: Option<StopRule>,
     /// Cue propagation from a strong hit, when one was found (`recall::cue_spread`).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub propagated: Option<super::cue_spread::Propagated>,
 }

@@ -2,6 +2,8 @@
 //! places but never hides a row, the loop fetches at most twice, relative cues read the
 //! injected clock, and bad cues are refused before anything runs.
 
+use cpersona_engine::replay::{ReplayChanges, replay};
+use cpersona_engine::trace::RecallTrace;
 use cpersona_engine::{Error, RecallQuery, StoreId, StoreRequest, TimeCue};
 use serde_json::json;
 
@@ -193,7 +195,7 @@ fn a_recent_cue_is_ignored_and_says_so() {
     let r = f.engine.recall(&cued("lanterns", 5, Some(cue))).unwrap();
     let free = f.engine.recall(&cued("lanterns", 5, None)).unwrap();
     assert_eq!(
-        r.response.time_cue.as_ref().unwrap().ignored,
+        r.response.time_cue.as_ref().unwrap().ignored.as_deref(),
         Some("recent_only")
     );
     assert_eq!(refs(&r), refs(&free));
@@ -206,5 +208,47 @@ fn invalid_cues_are_user_errors() {
     match bad {
         Err(err @ Error::InvalidInput { .. }) => assert!(err.is_user_error()),
         other => panic!("expected InvalidInput, got {other:?}"),
+    }
+}
+
+/// The trace through its JSON text, as `--trace-out` and `replay` see it.
+fn saved(result: &cpersona_engine::RecallResult) -> RecallTrace {
+    let text = serde_json::to_string_pretty(&result.trace().unwrap()).unwrap();
+    RecallTrace::from_json(&text).unwrap()
+}
+
+#[test]
+fn a_cued_trace_replays_to_the_same_response_and_cue_off_to_free_recall() {
+    let f = fixture();
+    corpus(&f);
+    let cues = [
+        json!({"ago": {"unit": "days", "value": 55}, "confidence": "sure"}),
+        json!({"after": "2023-03-21", "before": "2023-03-31", "confidence": "likely"}),
+        json!({"after": "2023-02-20", "before": "2023-02-27", "confidence": "sure"}),
+        json!({"ago": {"unit": "days", "value": 0}, "confidence": "sure"}),
+    ];
+    for (i, cue) in cues.into_iter().enumerate() {
+        for (q, limit) in [("lanterns stones", 3), ("garden note", 5)] {
+            let with = f.engine.recall(&cued(q, limit, Some(cue.clone()))).unwrap();
+            let trace = saved(&with);
+            let out = replay(&trace, &ReplayChanges::default()).unwrap();
+            assert_eq!(
+                serde_json::to_string(&out.response).unwrap(),
+                serde_json::to_string(&with.response).unwrap(),
+                "cue {i}, {q:?}"
+            );
+            assert!(out.unchanged && out.exact, "cue {i}, {q:?}: {out:?}");
+            if i < 3 {
+                assert!(trace.cue.is_some(), "cue {i}: the plan is saved");
+            }
+            // cue=off replays the free recall of the same query.
+            let free = f.engine.recall(&cued(q, limit, None)).unwrap();
+            let off = replay(&trace, &ReplayChanges::parse_all(["cue=off"]).unwrap()).unwrap();
+            assert_eq!(
+                serde_json::to_string(&off.response).unwrap(),
+                serde_json::to_string(&free.response).unwrap(),
+                "cue {i}, {q:?}: cue=off"
+            );
+        }
     }
 }
