@@ -14,7 +14,9 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::error::{Error, Result};
+use crate::recall::cue::{CueConfidence, Period};
 use crate::recall::deliberate::CueResponse;
+use crate::recall::pipeline::CuePlan;
 use crate::recall::pipeline::RecallStages;
 use crate::recall::{Arm, RecallRequest, RecallResponse, Ref, run_cued};
 use crate::trace::{RecallTrace, arm_lists, arm_name, arm_named, fusion_named};
@@ -48,6 +50,9 @@ pub struct ReplayChanges {
     pub deep: Option<bool>,
     /// `cue=off`: the cue's re-order, propagation and seats are not applied.
     pub cue_off: bool,
+    /// `cue.confidence=sure|likely|vague`: the cue's period widened by another confidence
+    /// (lift and seats follow it).
+    pub cue_confidence: Option<CueConfidence>,
     /// The changes as given, for the report.
     pub given: Vec<String>,
 }
@@ -93,7 +98,7 @@ fn finite(key: &str, value: &str) -> Result<f64> {
 impl ReplayChanges {
     /// Parses one `key=value`. Keys: `depth`, `threshold`, `gate`, `arm` (one arm alone),
     /// `arm_off`, `weight.<arm>`, `fusion` (rrf|rsf), `rrf_k`, `limit`, `budget`,
-    /// `full_content`, `deep`, `cue` (off).
+    /// `full_content`, `deep`, `cue` (off), `cue.confidence` (sure|likely|vague).
     pub fn set(&mut self, pair: &str) -> Result<()> {
         let (key, value) = pair
             .split_once('=')
@@ -128,6 +133,18 @@ impl ReplayChanges {
             "budget" => self.budget = Some(parse(key, value)?),
             "full_content" => self.full_content = Some(parse_bool(key, value)?),
             "deep" => self.deep = Some(parse_bool(key, value)?),
+            "cue.confidence" => {
+                self.cue_confidence = Some(match value {
+                    "sure" => CueConfidence::Sure,
+                    "likely" => CueConfidence::Likely,
+                    "vague" => CueConfidence::Vague,
+                    _ => {
+                        return Err(bad(format!(
+                            "{key}={value}: expected sure, likely or vague"
+                        )));
+                    }
+                })
+            }
             "cue" => {
                 if parse_bool(key, value)? {
                     return Err(bad("cue=on: a replay can only disable a cue".into()));
@@ -209,6 +226,56 @@ pub fn trace_refs_best_first(trace: &RecallTrace) -> Vec<Ref> {
         .unwrap_or_default()
 }
 
+/// The plan with its period widened by `to` instead: the period is recovered from the final
+/// envelope and lift (`envelope = period ± margin × length`, to the millisecond), the cue
+/// ranks recounted in the new envelope in the saved cue order, lift and seats set by `to`.
+/// Returns why the saved pool cannot answer exactly (rows of the new envelope the loop never
+/// ranked), if so.
+fn reconfide(plan: &mut CuePlan, to: CueConfidence) -> Option<String> {
+    let cue = plan.prior.cue.as_mut()?;
+    let from = match cue.max_up {
+        3 => CueConfidence::Sure,
+        2 => CueConfidence::Likely,
+        _ => CueConfidence::Vague,
+    };
+    let env = cue.envelope;
+    let len = (env.end_ms - env.start_ms) as f64 / (1.0 + 2.0 * from.margin());
+    let pad = (len * from.margin()).round() as i64;
+    let period = Period {
+        start_ms: env.start_ms + pad,
+        end_ms: env.end_ms - pad,
+    };
+    let envelope = period.widen(to);
+    cue.envelope = envelope;
+    cue.max_up = to.lift();
+    plan.seats = to.seats();
+    plan.found.retain(|row| envelope.contains(row.at_ms));
+    for row in plan.rows.values_mut() {
+        row.cue_rank = None;
+    }
+    for (rank, row) in plan.found.iter().enumerate() {
+        if let Some(p) = plan.rows.get_mut(&row.r#ref) {
+            p.cue_rank = Some(rank);
+        }
+    }
+    let unranked = plan
+        .rows
+        .iter()
+        .filter(|(r, p)| {
+            p.at_ms.is_some_and(|at| envelope.contains(at))
+                && !plan.found.iter().any(|f| f.r#ref == **r)
+        })
+        .count();
+    (unranked > 0 || !env.contains(envelope.start_ms) || envelope.end_ms > env.end_ms).then(|| {
+        format!(
+            "cue.confidence={}: the wider envelope holds rows the loop never ranked ({unranked} \
+             fetched, and the fetch reached only the original envelope's widest revision): \
+             re-run the envelope fetch",
+            crate::trace::name_of(&to)
+        )
+    })
+}
+
 /// Re-runs the pure pass over `trace` with `changes`.
 pub fn replay(trace: &RecallTrace, changes: &ReplayChanges) -> Result<ReplayOutcome> {
     let mut config = trace.config.to_config()?;
@@ -274,11 +341,24 @@ pub fn replay(trace: &RecallTrace, changes: &ReplayChanges) -> Result<ReplayOutc
     if let Some(budget) = changes.budget {
         config.shape.full_content_budget_chars = budget;
     }
-    let plan = if changes.cue_off {
+    let mut plan = if changes.cue_off {
         None
     } else {
         trace.cue.as_ref().map(crate::trace::TraceCue::to_plan)
     };
+    if let Some(to) = changes.cue_confidence {
+        match plan.as_mut() {
+            Some(plan) => {
+                if let Some(reason) = reconfide(plan, to) {
+                    rerun.push(Rerun {
+                        stage: "envelope",
+                        reason,
+                    });
+                }
+            }
+            None => notes.push("no cue plan in this trace: cue.confidence changes nothing".into()),
+        }
+    }
     if changes.cue_off && trace.cue.is_none() && trace.response.get("time_cue").is_none() {
         notes.push(format!(
             "no cue in this trace (process {}): cue=off changes nothing",

@@ -252,3 +252,39 @@ fn a_cued_trace_replays_to_the_same_response_and_cue_off_to_free_recall() {
         }
     }
 }
+
+#[test]
+fn a_cue_too_wide_for_the_expected_row_is_window_too_wide() {
+    use cpersona_engine::taxonomy::{FailureCode, attribute};
+    let f = fixture();
+    let ids = corpus(&f);
+    // Days 7..9 (2023-03-08..10); likely widens by 1.5 days each side (days 5..10 at noon),
+    // holds 2 seats; sure holds 3 seats for exactly days 7..9.
+    let cue = json!({"after": "2023-03-08", "before": "2023-03-11", "confidence": "likely"});
+    let with = f
+        .engine
+        .recall(&cued("lanterns stones", 3, Some(cue)))
+        .unwrap();
+    let returned = refs(&with);
+    let missed: Vec<String> = (7..10)
+        .map(|d| format!("mem:{}", ids[d]))
+        .filter(|r| !returned.contains(r))
+        .collect();
+    assert!(
+        !missed.is_empty(),
+        "likely seats at most 2 of 3: {returned:?}"
+    );
+    let trace = saved(&with);
+    let expected = missed[0].parse().unwrap();
+    // Narrowing the cue to sure is exact (the saved envelope rows suffice) and returns it.
+    let sure = replay(
+        &trace,
+        &ReplayChanges::parse_all(["cue.confidence=sure"]).unwrap(),
+    )
+    .unwrap();
+    assert!(sure.exact, "{sure:?}");
+    assert!(sure.refs_best_first().contains(&expected));
+    let att = attribute(&trace, expected, None).unwrap();
+    assert_eq!(att.code, Some(FailureCode::WindowTooWide), "{att:?}");
+    assert_eq!(att.stage, "cue");
+}
