@@ -320,6 +320,9 @@ impl Engine {
             found: outcome.found,
             seats: outcome.confidence.seats(),
             context: fetched.context,
+            fetched: fetched.rows,
+            fetch_envelope: Some(deliberate::fetch_envelope(period, cue.confidence)),
+            fetch_cut: fetched.cut,
         };
         Ok(Cued {
             plan: Some(plan),

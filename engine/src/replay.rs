@@ -228,9 +228,9 @@ pub fn trace_refs_best_first(trace: &RecallTrace) -> Vec<Ref> {
 
 /// The plan with its period widened by `to` instead: the period is recovered from the final
 /// envelope and lift (`envelope = period ± margin × length`, to the millisecond), the cue
-/// ranks recounted in the new envelope in the saved cue order, lift and seats set by `to`.
-/// Returns why the saved pool cannot answer exactly (rows of the new envelope the loop never
-/// ranked), if so.
+/// rows re-ranked from the saved envelope fetch in the loop's cue order, lift and seats set
+/// by `to`. Returns why the saved fetch cannot answer exactly (the new envelope reaches past
+/// it, or the row cap cut it), if so.
 fn reconfide(plan: &mut CuePlan, to: CueConfidence) -> Option<String> {
     let cue = plan.prior.cue.as_mut()?;
     let from = match cue.max_up {
@@ -248,8 +248,18 @@ fn reconfide(plan: &mut CuePlan, to: CueConfidence) -> Option<String> {
     let envelope = period.widen(to);
     cue.envelope = envelope;
     cue.max_up = to.lift();
+    let depth = cue.depth;
     plan.seats = to.seats();
-    plan.found.retain(|row| envelope.contains(row.at_ms));
+    // The new envelope's rows in cue order, from the whole fetch (the loop's own order).
+    let mut found: Vec<_> = plan
+        .fetched
+        .iter()
+        .filter(|row| envelope.contains(row.at_ms))
+        .copied()
+        .collect();
+    found.sort_by(crate::recall::deliberate::cue_order);
+    found.truncate(depth);
+    plan.found = found;
     for row in plan.rows.values_mut() {
         row.cue_rank = None;
     }
@@ -258,22 +268,20 @@ fn reconfide(plan: &mut CuePlan, to: CueConfidence) -> Option<String> {
             p.cue_rank = Some(rank);
         }
     }
-    let unranked = plan
-        .rows
-        .iter()
-        .filter(|(r, p)| {
-            p.at_ms.is_some_and(|at| envelope.contains(at))
-                && !plan.found.iter().any(|f| f.r#ref == **r)
-        })
-        .count();
-    (unranked > 0 || !env.contains(envelope.start_ms) || envelope.end_ms > env.end_ms).then(|| {
-        format!(
-            "cue.confidence={}: the wider envelope holds rows the loop never ranked ({unranked} \
-             fetched, and the fetch reached only the original envelope's widest revision): \
-             re-run the envelope fetch",
+    let covered = plan
+        .fetch_envelope
+        .is_some_and(|f| f.start_ms <= envelope.start_ms && envelope.end_ms <= f.end_ms);
+    if !covered {
+        Some(format!(
+            "cue.confidence={}: the envelope reaches beyond what the loop fetched: re-run the \
+             envelope fetch",
             crate::trace::name_of(&to)
-        )
-    })
+        ))
+    } else if plan.fetch_cut {
+        Some("the envelope fetch was cut by its row cap: re-run it for an exact answer".into())
+    } else {
+        None
+    }
 }
 
 /// Re-runs the pure pass over `trace` with `changes`.

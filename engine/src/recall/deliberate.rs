@@ -217,7 +217,7 @@ pub fn fetch_envelope(period: Period, confidence: CueConfidence) -> Period {
 }
 
 /// Cue order: cosine descending (rows without one after), newer first, then ref.
-fn cue_order(a: &CueRow, b: &CueRow) -> std::cmp::Ordering {
+pub fn cue_order(a: &CueRow, b: &CueRow) -> std::cmp::Ordering {
     let ca = a.cosine.unwrap_or(f64::NEG_INFINITY);
     let cb = b.cosine.unwrap_or(f64::NEG_INFINITY);
     cb.total_cmp(&ca)

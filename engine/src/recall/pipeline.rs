@@ -87,6 +87,13 @@ pub struct CuePlan {
     pub seats: usize,
     /// What cue propagation may follow beside event times (sources, episode spans).
     pub context: PoolContext,
+    /// The envelope fetch as held (every row with its cosine), its envelope and whether the
+    /// row cap cut it: what a replay re-ranks when it changes the cue's confidence.
+    pub fetched: Vec<CueRow>,
+    /// The envelope the fetch was aimed at; `None` when unknown.
+    pub fetch_envelope: Option<super::cue::Period>,
+    /// True when the row cap cut the fetch.
+    pub fetch_cut: bool,
 }
 
 /// What the cue did to one pass.

@@ -67,6 +67,31 @@ pub struct TraceCue {
     /// Episode spans meeting the envelope.
     #[serde(default)]
     pub episodes: Vec<TraceEpisodeSpan>,
+    /// The envelope fetch's rows (newest first) with cosines, for confidence replays.
+    #[serde(default)]
+    pub fetched: Vec<TraceFoundRow>,
+    /// The envelope the fetch was aimed at.
+    #[serde(default)]
+    pub fetch_envelope: Option<Period>,
+    /// True when the row cap cut the fetch.
+    #[serde(default)]
+    pub fetch_cut: bool,
+}
+
+fn found_row(row: &CueRow) -> TraceFoundRow {
+    TraceFoundRow {
+        r#ref: row.r#ref,
+        at_ms: row.at_ms,
+        cosine: row.cosine,
+    }
+}
+
+fn cue_row(row: &TraceFoundRow) -> CueRow {
+    CueRow {
+        r#ref: row.r#ref,
+        at_ms: row.at_ms,
+        cosine: row.cosine,
+    }
 }
 
 impl TraceCue {
@@ -84,15 +109,7 @@ impl TraceCue {
         TraceCue {
             prior: plan.prior,
             rows,
-            found: plan
-                .found
-                .iter()
-                .map(|row| TraceFoundRow {
-                    r#ref: row.r#ref,
-                    at_ms: row.at_ms,
-                    cosine: row.cosine,
-                })
-                .collect(),
+            found: plan.found.iter().map(found_row).collect(),
             seats: plan.seats,
             sources: plan
                 .context
@@ -109,6 +126,9 @@ impl TraceCue {
                     span: *span,
                 })
                 .collect(),
+            fetched: plan.fetched.iter().map(found_row).collect(),
+            fetch_envelope: plan.fetch_envelope,
+            fetch_cut: plan.fetch_cut,
         }
     }
 
@@ -117,15 +137,10 @@ impl TraceCue {
         CuePlan {
             prior: self.prior,
             rows: self.rows.iter().map(|row| (row.r#ref, row.prior)).collect(),
-            found: self
-                .found
-                .iter()
-                .map(|row| CueRow {
-                    r#ref: row.r#ref,
-                    at_ms: row.at_ms,
-                    cosine: row.cosine,
-                })
-                .collect(),
+            found: self.found.iter().map(cue_row).collect(),
+            fetched: self.fetched.iter().map(cue_row).collect(),
+            fetch_envelope: self.fetch_envelope,
+            fetch_cut: self.fetch_cut,
             seats: self.seats,
             context: PoolContext {
                 sources: self

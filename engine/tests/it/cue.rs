@@ -288,3 +288,39 @@ fn a_cue_too_wide_for_the_expected_row_is_window_too_wide() {
     assert_eq!(att.code, Some(FailureCode::WindowTooWide), "{att:?}");
     assert_eq!(att.stage, "cue");
 }
+
+#[test]
+fn a_cue_too_narrow_for_the_expected_row_is_window_too_narrow() {
+    use cpersona_engine::taxonomy::{FailureCode, attribute};
+    let f = fixture();
+    corpus(&f);
+    // Days 7..9, sure: three rows fill its three seats, so the loop stops at once (count);
+    // likely (days 5..10 at noon) is inside the fetch (aimed at likely), so it replays exactly.
+    let cue = json!({"after": "2023-03-08", "before": "2023-03-11", "confidence": "sure"});
+    let mut cases = 0;
+    for q in ["lanterns stones", "garden note", "harbor", "note about"] {
+        let with = f.engine.recall(&cued(q, 3, Some(cue.clone()))).unwrap();
+        assert!(!with.response.time_cue.as_ref().unwrap().revised, "{q:?}");
+        let trace = saved(&with);
+        let likely = replay(
+            &trace,
+            &ReplayChanges::parse_all(["cue.confidence=likely"]).unwrap(),
+        )
+        .unwrap();
+        assert!(likely.exact, "{q:?}: {likely:?}");
+        let before = cpersona_engine::replay::trace_refs_best_first(&trace);
+        for expected in likely.refs_best_first() {
+            if before.contains(&expected) {
+                continue;
+            }
+            let att = attribute(&trace, expected, None).unwrap();
+            assert_eq!(
+                att.code,
+                Some(FailureCode::WindowTooNarrow),
+                "{q:?}: {att:?}"
+            );
+            cases += 1;
+        }
+    }
+    assert!(cases > 0, "no query had a row only the wider cue returns");
+}

@@ -64,6 +64,9 @@ fn plan(rows: &[Row]) -> CuePlan {
         found,
         seats: 3,
         context: PoolContext::default(),
+        fetched: Vec::new(),
+        fetch_envelope: None,
+        fetch_cut: false,
     }
 }
 
