@@ -511,11 +511,7 @@ impl Engine {
             if let Some(err) = failure.into_inner() {
                 return Err(err);
             }
-            let traced_plan = if q.trace {
-                cued.as_ref().and_then(|c| c.plan.clone())
-            } else {
-                None
-            };
+            let traced_plan = q.trace.then(|| cued.as_ref().and_then(|c| c.plan.clone())).flatten();
             if let Some(cued) = cued {
                 let applied = outcome.stages.cue.as_ref();
                 let mut block = cued.response;
