@@ -232,6 +232,7 @@ impl Engine {
 
     /// Resolves the cue, runs the envelope fetch (the recall's second and last fetch) and the
     /// loop, and returns the plan the pipeline applies plus the response block and trace.
+    #[allow(clippy::too_many_arguments)]
     fn cue_plan(
         &self,
         conn: &Connection,
@@ -239,13 +240,14 @@ impl Engine {
         cue: &TimeCue,
         now_ms: Option<i64>,
         query_vector: Option<&[f32]>,
+        sufficiency: &deliberate::Sufficiency,
         recall_started: Instant,
     ) -> Result<Cued> {
         let config = self.config.recall.cue;
         let now = now_ms.unwrap_or_else(crate::time::now_ms);
         let span = envelope::span(conn, scope)?;
         let mut response = CueResponse {
-            policy: crate::recall::cue::POLICY,
+            policy: crate::recall::cue::POLICY.into(),
             period: None,
             confidence: cue.confidence,
             revised: false,
@@ -253,16 +255,18 @@ impl Engine {
             seated: 0,
             ignored: None,
             limits: Vec::new(),
+            stopped_by: None,
+            propagated: None,
         };
         let period = match cue.resolve(now, span) {
             Resolution::Period(period) => period,
             Resolution::RecentOnly(period) => {
                 response.period = Some(period.text());
-                response.ignored = Some("recent_only");
+                response.ignored = Some("recent_only".into());
                 return Ok(Cued::unused(response));
             }
             Resolution::EmptyScope => {
-                response.ignored = Some("empty_scope");
+                response.ignored = Some("empty_scope".into());
                 return Ok(Cued::unused(response));
             }
         };
@@ -285,6 +289,7 @@ impl Engine {
             cue.confidence,
             &fetched.rows,
             fetched.cut,
+            sufficiency,
             || ms(recall_started),
         );
         let mut rows: std::collections::HashMap<Ref, PriorRow> = fetched
@@ -309,15 +314,21 @@ impl Engine {
         response.confidence = outcome.confidence;
         response.revised = outcome.report.stages.len() > 1;
         response.limits = outcome.report.limits.clone();
+        response.stopped_by = Some(outcome.report.stopped_by);
         let plan = CuePlan {
             prior: Prior::cued(CuePrior {
                 envelope: outcome.envelope,
                 max_up: outcome.confidence.lift(),
                 depth: config.depth,
+                context_up: 0,
             }),
             rows,
             found: outcome.found,
             seats: outcome.confidence.seats(),
+            context: fetched.context,
+            fetched: fetched.rows,
+            fetch_envelope: Some(deliberate::fetch_envelope(period, cue.confidence)),
+            fetch_cut: fetched.cut,
         };
         Ok(Cued {
             plan: Some(plan),
@@ -460,6 +471,12 @@ impl Engine {
                     cue,
                     q.now_ms,
                     query_vector.as_deref(),
+                    &deliberate::Sufficiency {
+                        gate_threshold: config
+                            .gate
+                            .enabled
+                            .then(|| crate::recall::gate::threshold(&config.gate, &gate_input).0),
+                    },
                     recall_started,
                 )?),
                 None => None,
@@ -501,11 +518,13 @@ impl Engine {
             if let Some(err) = failure.into_inner() {
                 return Err(err);
             }
+            let traced_plan = q.trace.then(|| cued.as_ref().and_then(|c| c.plan.clone())).flatten();
             if let Some(cued) = cued {
                 let applied = outcome.stages.cue.as_ref();
                 let mut block = cued.response;
                 block.moved = applied.map_or(0, |a| a.moved);
                 block.seated = applied.map_or(0, |a| a.seated.len());
+                block.propagated = applied.and_then(|a| a.propagated.clone());
                 outcome.response.time_cue = Some(block);
                 outcome.stages.deliberation = cued.report;
             }
@@ -521,6 +540,7 @@ impl Engine {
                     &outcome.stages,
                     seen,
                     confidence.as_ref(),
+                    traced_plan,
                 )?;
                 Some(Box::new(c))
             } else {

@@ -1,7 +1,9 @@
 //! Counterfactual replay: re-runs the pure recall pass ([`crate::recall::run`]) over a saved
 //! [`RecallTrace`] with one or more conditions changed (depth, gate threshold, one arm alone,
 //! a fusion weight or mode, limit, the full-content budget, `deep`, the cue), using only the
-//! trace's arm lists, gate input and pool: no store, no index, no embedder.
+//! trace's arm lists, gate input and pool: no store, no index, no embedder. A trace of a cued
+//! recall also holds the cue's plan; the replay re-applies its re-order, propagation and held
+//! seats (`cue=off` drops them), and rebuilds the response's `time_cue` block.
 //!
 //! When the saved pool cannot answer a change exactly (a depth beyond what the arms were
 //! asked for, a row the pool does not hold), the replay still runs on what it has and says
@@ -17,8 +19,11 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::error::{Error, Result};
+use crate::recall::cue::{CueConfidence, Period};
+use crate::recall::deliberate::CueResponse;
+use crate::recall::pipeline::CuePlan;
 use crate::recall::pipeline::RecallStages;
-use crate::recall::{Arm, RecallRequest, RecallResponse, Ref, run};
+use crate::recall::{Arm, RecallRequest, RecallResponse, Ref, run_cued};
 use crate::trace::{RecallTrace, arm_lists, arm_name, arm_named, fusion_named};
 
 /// The conditions a replay changes; `None` keeps the trace's.
@@ -48,8 +53,11 @@ pub struct ReplayChanges {
     pub full_content: Option<bool>,
     /// `deep`.
     pub deep: Option<bool>,
-    /// `cue=off` asked (accepted; a single-pass trace has no cue to disable).
+    /// `cue=off`: the cue's re-order, propagation and seats are not applied.
     pub cue_off: bool,
+    /// `cue.confidence=sure|likely|vague`: the cue's period widened by another confidence
+    /// (lift and seats follow it).
+    pub cue_confidence: Option<CueConfidence>,
     /// The changes as given, for the report.
     pub given: Vec<String>,
 }
@@ -95,7 +103,7 @@ fn finite(key: &str, value: &str) -> Result<f64> {
 impl ReplayChanges {
     /// Parses one `key=value`. Keys: `depth`, `threshold`, `gate`, `arm` (one arm alone),
     /// `arm_off`, `weight.<arm>`, `fusion` (rrf|rsf), `rrf_k`, `limit`, `budget`,
-    /// `full_content`, `deep`, `cue` (off).
+    /// `full_content`, `deep`, `cue` (off), `cue.confidence` (sure|likely|vague).
     pub fn set(&mut self, pair: &str) -> Result<()> {
         let (key, value) = pair
             .split_once('=')
@@ -130,6 +138,18 @@ impl ReplayChanges {
             "budget" => self.budget = Some(parse(key, value)?),
             "full_content" => self.full_content = Some(parse_bool(key, value)?),
             "deep" => self.deep = Some(parse_bool(key, value)?),
+            "cue.confidence" => {
+                self.cue_confidence = Some(match value {
+                    "sure" => CueConfidence::Sure,
+                    "likely" => CueConfidence::Likely,
+                    "vague" => CueConfidence::Vague,
+                    _ => {
+                        return Err(bad(format!(
+                            "{key}={value}: expected sure, likely or vague"
+                        )));
+                    }
+                })
+            }
             "cue" => {
                 if parse_bool(key, value)? {
                     return Err(bad("cue=on: a replay can only disable a cue".into()));
@@ -211,6 +231,64 @@ pub fn trace_refs_best_first(trace: &RecallTrace) -> Vec<Ref> {
         .unwrap_or_default()
 }
 
+/// The plan with its period widened by `to` instead: the period is recovered from the final
+/// envelope and lift (`envelope = period ± margin × length`, to the millisecond), the cue
+/// rows re-ranked from the saved envelope fetch in the loop's cue order, lift and seats set
+/// by `to`. Returns why the saved fetch cannot answer exactly (the new envelope reaches past
+/// it, or the row cap cut it), if so.
+fn reconfide(plan: &mut CuePlan, to: CueConfidence) -> Option<String> {
+    let cue = plan.prior.cue.as_mut()?;
+    let from = match cue.max_up {
+        3 => CueConfidence::Sure,
+        2 => CueConfidence::Likely,
+        _ => CueConfidence::Vague,
+    };
+    let env = cue.envelope;
+    let len = (env.end_ms - env.start_ms) as f64 / (1.0 + 2.0 * from.margin());
+    let pad = (len * from.margin()).round() as i64;
+    let period = Period {
+        start_ms: env.start_ms + pad,
+        end_ms: env.end_ms - pad,
+    };
+    let envelope = period.widen(to);
+    cue.envelope = envelope;
+    cue.max_up = to.lift();
+    let depth = cue.depth;
+    plan.seats = to.seats();
+    // The new envelope's rows in cue order, from the whole fetch (the loop's own order).
+    let mut found: Vec<_> = plan
+        .fetched
+        .iter()
+        .filter(|row| envelope.contains(row.at_ms))
+        .copied()
+        .collect();
+    found.sort_by(crate::recall::deliberate::cue_order);
+    found.truncate(depth);
+    plan.found = found;
+    for row in plan.rows.values_mut() {
+        row.cue_rank = None;
+    }
+    for (rank, row) in plan.found.iter().enumerate() {
+        if let Some(p) = plan.rows.get_mut(&row.r#ref) {
+            p.cue_rank = Some(rank);
+        }
+    }
+    let covered = plan
+        .fetch_envelope
+        .is_some_and(|f| f.start_ms <= envelope.start_ms && envelope.end_ms <= f.end_ms);
+    if !covered {
+        Some(format!(
+            "cue.confidence={}: the envelope reaches beyond what the loop fetched: re-run the \
+             envelope fetch",
+            crate::trace::name_of(&to)
+        ))
+    } else if plan.fetch_cut {
+        Some("the envelope fetch was cut by its row cap: re-run it for an exact answer".into())
+    } else {
+        None
+    }
+}
+
 /// Re-runs the pure pass over `trace` with `changes`.
 pub fn replay(trace: &RecallTrace, changes: &ReplayChanges) -> Result<ReplayOutcome> {
     let mut config = trace.config.to_config()?;
@@ -276,7 +354,25 @@ pub fn replay(trace: &RecallTrace, changes: &ReplayChanges) -> Result<ReplayOutc
     if let Some(budget) = changes.budget {
         config.shape.full_content_budget_chars = budget;
     }
-    if changes.cue_off {
+    let mut plan = if changes.cue_off {
+        None
+    } else {
+        trace.cue.as_ref().map(crate::trace::TraceCue::to_plan)
+    };
+    if let Some(to) = changes.cue_confidence {
+        match plan.as_mut() {
+            Some(plan) => {
+                if let Some(reason) = reconfide(plan, to) {
+                    rerun.push(Rerun {
+                        stage: "envelope",
+                        reason,
+                    });
+                }
+            }
+            None => notes.push("no cue plan in this trace: cue.confidence changes nothing".into()),
+        }
+    }
+    if changes.cue_off && trace.cue.is_none() && trace.response.get("time_cue").is_none() {
         notes.push(format!(
             "no cue in this trace (process {}): cue=off changes nothing",
             trace.policy.process
@@ -302,11 +398,12 @@ pub fn replay(trace: &RecallTrace, changes: &ReplayChanges) -> Result<ReplayOutc
     let pool = trace.pool_map();
     let confidence = trace.confidence_inputs();
     let mut missing = Vec::new();
-    let outcome = run(
+    let mut outcome = run_cued(
         &config,
         &request,
         arms,
         &gate_input,
+        plan.as_ref(),
         |r| match pool.get(&r) {
             Some(row) => row.clone(),
             None => {
@@ -330,7 +427,21 @@ pub fn replay(trace: &RecallTrace, changes: &ReplayChanges) -> Result<ReplayOutc
             ),
         });
     }
-    let mut outcome = outcome;
+    if !changes.cue_off
+        && let Some(block) = trace.response.get("time_cue")
+    {
+        let mut block: CueResponse =
+            serde_json::from_value(block.clone()).map_err(|err| Error::InvalidInput {
+                field: "trace.response.time_cue",
+                reason: err.to_string(),
+            })?;
+        if let Some(applied) = &outcome.stages.cue {
+            block.moved = applied.moved;
+            block.seated = applied.seated.len();
+            block.propagated = applied.propagated.clone();
+        }
+        outcome.response.time_cue = Some(block);
+    }
     carry_block_excerpts(trace, &mut outcome.response);
     let unchanged = serde_json::to_value(&outcome.response).ok().as_ref() == Some(&trace.response);
     Ok(ReplayOutcome {

@@ -5,8 +5,20 @@
 //! Codes this module can assign from a single-pass trace: `CAPTURE_MISS`,
 //! `REPRESENTATION_MISS` (both need [`RowFacts`] from the store), `CANDIDATE_MISS`,
 //! `RANKING_MISS`, `FILTER_DROP`, `SYSTEM_DEGRADED` and `UNATTRIBUTED`. The others are listed
-//! so a report can name them; they need an answer model, a reconstruction or the recall
-//! loop, none of which a single-pass trace holds, and this module must never guess them.
+//! so a report can name them; they need an answer model or a reconstruction, which a recall
+//! trace does not hold, and this module must never guess them.
+//!
+//! Codes of the recall loop, from a trace of a cued recall (it saves the cue's plan), by
+//! one-change replays of the cue's confidence (`cue.confidence=`), tried before the codes
+//! above when the expected ref was not returned (a cue never hides a row, so `cue=off` can
+//! never return a missed row; the loop's failures are the cue not bringing it):
+//! - a wider confidence returns it: `WIDENING_INSUFFICIENT` when the loop already revised
+//!   (widened once), else `WINDOW_TOO_NARROW`;
+//! - a narrower confidence returns it: `WIDENING_PREMATURE` when the loop revised, else
+//!   `WINDOW_TOO_WIDE`.
+//!
+//! `INTENT_MISLEADING`, `PRIOR_DOMINANCE`, `PRIOR_IGNORED` and `INTENT_NORMALIZATION_ERROR`
+//! need the cue as the caller meant it (an intent model) and are not assigned yet.
 
 use serde::Serialize;
 
@@ -150,6 +162,11 @@ pub fn attribute(
             .push(format!("returned at position {position} (best first)"));
         return Ok(att);
     }
+    if let Some(code) = loop_code(trace, expected, &mut att)? {
+        att.code = Some(code);
+        att.stage = "cue";
+        return Ok(att);
+    }
     let fused = trace.fusion.iter().find(|c| c.r#ref == expected);
     let Some(fused) = fused else {
         return Ok(not_a_candidate(trace, att, facts));
@@ -238,6 +255,51 @@ pub fn attribute(
         }
     }
     Ok(att)
+}
+
+/// The loop's code for a missed ref of a cued trace, by one-change replays of the cue's
+/// confidence (module doc); `None` when no such replay returns it or the trace has no cue.
+fn loop_code(
+    trace: &RecallTrace,
+    expected: Ref,
+    att: &mut Attribution,
+) -> Result<Option<FailureCode>> {
+    if trace.cue.is_none() {
+        return Ok(None);
+    }
+    let block = &trace.response["time_cue"];
+    let revised = block["revised"].as_bool().unwrap_or(false);
+    let rank = |c: &str| ["sure", "likely", "vague"].iter().position(|x| *x == c);
+    let Some(current) = block["confidence"].as_str().and_then(rank) else {
+        return Ok(None);
+    };
+    let mut code = None;
+    for (i, name) in ["sure", "likely", "vague"].into_iter().enumerate() {
+        if i == current {
+            continue;
+        }
+        let cf = try_change(trace, expected, &format!("cue.confidence={name}"))?;
+        if cf.returned && code.is_none() {
+            let wider = i > current;
+            code = Some(match (wider, revised) {
+                (true, true) => FailureCode::WideningInsufficient,
+                (true, false) => FailureCode::WindowTooNarrow,
+                (false, true) => FailureCode::WideningPremature,
+                (false, false) => FailureCode::WindowTooWide,
+            });
+            att.evidence.push(format!(
+                "the cue's envelope at {name} instead of {} returns it{}",
+                ["sure", "likely", "vague"][current],
+                if revised {
+                    " (the loop had revised once)"
+                } else {
+                    ""
+                }
+            ));
+        }
+        att.counterfactuals.push(cf);
+    }
+    Ok(code)
 }
 
 fn not_a_candidate(

@@ -41,9 +41,10 @@ use crate::scope::Scope;
 pub const TRACE_VERSION: u32 = 1;
 /// The `format` tag every trace carries, so a file is recognisable on its own.
 pub const TRACE_FORMAT: &str = "cpersona-rs.recall-trace";
-/// The recall process a trace describes: the pure pass, which replay re-runs (a time cue's
-/// loop is recorded in the stages but not replayed).
-pub const PROCESS_POLICY: &str = "single-pass-v0";
+/// The recall process a trace describes: the pure pass plus the time cue's plan (re-order,
+/// propagation, held seats), which replay re-applies; the loop's stages and its envelope
+/// fetch are recorded, not re-run.
+pub const PROCESS_POLICY: &str = "cued-pass-v1";
 
 /// What [`crate::Engine::recall`] captures beside its result when a trace is asked: the
 /// inputs the pure pass saw that the result does not carry.
@@ -68,9 +69,13 @@ pub struct Capture {
     )>,
     /// Milliseconds spent reading the rows the pass itself did not hydrate.
     pub capture_ms: f64,
+    /// The time cue's plan the pass applied, when it had one.
+    pub cue: Option<crate::recall::pipeline::CuePlan>,
 }
 
+mod cue;
 mod schema;
+pub use cue::*;
 pub use schema::*;
 
 /// The wire name of a serde enum value (`"vector_near"`, `"rrf"`, ...).
@@ -141,6 +146,7 @@ pub(crate) fn capture(
     stages: &RecallStages,
     seen: Vec<(Ref, Option<Hydrated>)>,
     confidence_context: Option<&crate::recall_facts::ConfidenceContext>,
+    cue: Option<crate::recall::pipeline::CuePlan>,
 ) -> Result<Capture> {
     let started = std::time::Instant::now();
     let known: std::collections::HashMap<Ref, Option<Hydrated>> = seen.into_iter().collect();
@@ -152,6 +158,12 @@ pub(crate) fn capture(
             None => crate::recall_engine::read_scoped(conn, scope, r)?.map(|s| hydrated(r, s)),
         };
         pool.push((r, row));
+    }
+    // The cue's seated rows are not fused candidates; a replay shapes them from the pool.
+    for r in stages.cue.iter().flat_map(|c| &c.seated) {
+        if let Some(row) = known.get(r) {
+            pool.push((*r, row.clone()));
+        }
     }
     let confidence = match confidence_context {
         Some(context) => {
@@ -179,6 +191,7 @@ pub(crate) fn capture(
         pool,
         confidence,
         capture_ms: started.elapsed().as_secs_f64() * 1000.0,
+        cue,
     })
 }
 
@@ -438,6 +451,7 @@ impl RecallTrace {
                 })
                 .collect(),
             confidence_params: capture.confidence.as_ref().map(|(params, _)| *params),
+            cue: capture.cue.as_ref().map(TraceCue::of),
             response: serde_json::to_value(&result.response).unwrap_or_default(),
         }
     }

@@ -5,7 +5,13 @@
 //! no cue, the cue extracted from the question text and the log's date alone, as many more
 //! rows without a cue (limit + the cue's 3 seats), a moved (wrong) cue 60 days earlier, and a
 //! partly right cue (the right day inside a 3-day period). Reports NDCG over the returned
-//! rows, MRR, the count of answers with any evidence, rows returned and latency per arm.
+//! rows, MRR, the count of answers with any evidence, rows returned and latency per arm,
+//! for each subtask (`test_dates`, `test_rel_day`) and both together.
+//!
+//! Then the **unattributed rate**: every question the extracted-cue arm answers with no
+//! evidence is recalled again with a trace, and each of its relevant rows is attributed by
+//! `cpersona_engine::taxonomy::attribute` (one-change replays, the store's row facts); the
+//! counts per failure code and the UNATTRIBUTED share are printed.
 //!
 //! Run: `cargo run --example tmd_cue -- [LOGS]` from the workspace root (LOGS = how many
 //! conversation logs, default 3; 12 is all). Uses the hashed-words embedder (fast, no
@@ -14,13 +20,15 @@
 #![forbid(unsafe_code)]
 #![allow(clippy::print_stdout)]
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Instant;
 
 use cpersona_engine::embed::hash::HashEmbedder;
+use cpersona_engine::recall::Ref;
+use cpersona_engine::taxonomy::attribute;
 use cpersona_engine::time::{format_ms, parse_iso8601_ms};
-use cpersona_engine::{Engine, EngineConfig, RecallQuery, StoreRequest, TimeCue};
+use cpersona_engine::{Engine, EngineConfig, RecallQuery, StoreId, StoreRequest, TimeCue};
 use cpersona_scale::quality::dates::{MONTHS, parse_conversation_time};
 use serde_json::{Value, json};
 
@@ -135,8 +143,12 @@ fn main() -> Result<(), Failure> {
         "wrong cue (-60 d)",
         "partly right (3 d)",
     ];
-    let mut totals = [Score::default(); 5];
-    let (mut asked, mut skipped) = (0usize, 0usize);
+    let sets = ["test_dates", "test_rel_day"];
+    let mut totals = [[Score::default(); 5]; 2];
+    let mut asked = [0usize; 2];
+    let mut skipped = 0usize;
+    let mut codes: BTreeMap<String, usize> = BTreeMap::new();
+    let (mut misses, mut attributed_rows) = (0usize, 0usize);
     let files = [26, 28, 31, 41, 42, 43, 44, 45, 46, 47, 48, 49];
     for n in files.iter().take(logs) {
         let log: Value = serde_json::from_str(&std::fs::read_to_string(format!(
@@ -144,6 +156,7 @@ fn main() -> Result<(), Failure> {
         ))?)?;
         let agent = format!("log{n}");
         let mut now = i64::MIN;
+        let mut by_msg: HashMap<String, Ref> = HashMap::new();
         for k in 1.. {
             let Some(turns) = log.get(format!("session_{k}")).and_then(Value::as_array) else {
                 break;
@@ -157,16 +170,19 @@ fn main() -> Result<(), Failure> {
                     continue;
                 };
                 now = now.max(at);
-                engine.store(&StoreRequest {
+                let stored = engine.store(&StoreRequest {
                     agent_id: agent.clone(),
                     content: format!("{}: {text}", t["speaker"].as_str().unwrap_or("")),
                     msg_id: num.to_owned(),
                     timestamp: Some(format_ms(at)),
                     ..StoreRequest::default()
                 })?;
+                if let Some(StoreId::Row(id)) = stored.id {
+                    by_msg.insert(num.to_owned(), Ref::mem(id));
+                }
             }
         }
-        for set in ["test_dates", "test_rel_day"] {
+        for (si, set) in sets.into_iter().enumerate() {
             let qs: Value = serde_json::from_str(&std::fs::read_to_string(format!(
                 "{ROOT}/TestData/time_qs/{set}.json"
             ))?)?;
@@ -188,7 +204,7 @@ fn main() -> Result<(), Failure> {
                     skipped += 1;
                     continue;
                 };
-                asked += 1;
+                asked[si] += 1;
                 let base = RecallQuery {
                     agent_id: agent.clone(),
                     query: question.to_owned(),
@@ -217,35 +233,95 @@ fn main() -> Result<(), Failure> {
                         ..base.clone()
                     },
                 ];
-                for (total, q) in totals.iter_mut().zip(&queries) {
+                let mut cued_any = true;
+                for (arm, (total, q)) in totals[si].iter_mut().zip(&queries).enumerate() {
                     let s = score(&engine, q, &relevant)?;
                     total.ndcg += s.ndcg;
                     total.mrr += s.mrr;
                     total.any += s.any;
                     total.rows += s.rows;
                     total.ms += s.ms;
+                    if arm == 1 {
+                        cued_any = s.any > 0;
+                    }
+                }
+                if !cued_any {
+                    misses += 1;
+                    let traced = engine.recall(&RecallQuery {
+                        trace: true,
+                        ..queries[1].clone()
+                    })?;
+                    let Some(trace) = traced.trace() else {
+                        continue;
+                    };
+                    for expected in relevant.iter().filter_map(|m| by_msg.get(m)) {
+                        let facts = engine.row_facts(&agent, None, None, *expected)?;
+                        let att = attribute(&trace, *expected, Some(facts))?;
+                        let code = att.code.map_or_else(
+                            || "RETURNED".to_owned(),
+                            |c| {
+                                serde_json::to_value(c).map_or(String::new(), |v| {
+                                    v.as_str().unwrap_or_default().to_owned()
+                                })
+                            },
+                        );
+                        *codes.entry(code).or_default() += 1;
+                        attributed_rows += 1;
+                    }
                 }
             }
         }
     }
+    let all = [0, 1].map(|si| totals[si]);
+    let both: [Score; 5] = std::array::from_fn(|arm| {
+        let (a, b) = (all[0][arm], all[1][arm]);
+        Score {
+            ndcg: a.ndcg + b.ndcg,
+            mrr: a.mrr + b.mrr,
+            any: a.any + b.any,
+            rows: a.rows + b.rows,
+            ms: a.ms + b.ms,
+        }
+    });
+    let total_asked = asked[0] + asked[1];
     println!(
-        "TMD time cue, {logs} logs, {asked} questions ({skipped} without an extractable cue), limit {LIMIT}, hash embedder"
+        "TMD time cue, {logs} logs, {total_asked} questions ({skipped} without an extractable cue), limit {LIMIT}, hash embedder"
     );
-    println!(
-        "{:<22} {:>7} {:>7} {:>5} {:>9} {:>8}",
-        "arm", "NDCG", "MRR", "any", "rows/q", "ms/q"
-    );
-    let q = asked.max(1) as f64;
-    for (name, t) in arms.iter().zip(totals) {
+    let tables = [
+        (sets[0], asked[0], all[0]),
+        (sets[1], asked[1], all[1]),
+        ("both", total_asked, both),
+    ];
+    for (name, n, rows) in tables {
+        println!("\n{name} ({n} questions)");
         println!(
-            "{name:<22} {:>7.3} {:>7.3} {:>5} {:>9.2} {:>8.2}",
-            t.ndcg / q,
-            t.mrr / q,
-            t.any,
-            t.rows as f64 / q,
-            t.ms / q
+            "{:<22} {:>7} {:>7} {:>5} {:>9} {:>8}",
+            "arm", "NDCG", "MRR", "any", "rows/q", "ms/q"
         );
+        let q = n.max(1) as f64;
+        for (arm, t) in arms.iter().zip(rows) {
+            println!(
+                "{arm:<22} {:>7.3} {:>7.3} {:>5} {:>9.2} {:>8.2}",
+                t.ndcg / q,
+                t.mrr / q,
+                t.any,
+                t.rows as f64 / q,
+                t.ms / q
+            );
+        }
     }
+    println!(
+        "\nattribution of the extracted-cue arm's misses: {misses} questions without evidence, \
+         {attributed_rows} relevant rows attributed"
+    );
+    for (code, n) in &codes {
+        println!("{code:<24} {n:>5}");
+    }
+    let unattributed = codes.get("UNATTRIBUTED").copied().unwrap_or(0);
+    println!(
+        "UNATTRIBUTED share: {:.1}% ({unattributed}/{attributed_rows})",
+        100.0 * unattributed as f64 / attributed_rows.max(1) as f64
+    );
     let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }

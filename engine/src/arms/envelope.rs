@@ -12,6 +12,7 @@ use rusqlite::types::Value;
 use crate::error::Result;
 use crate::recall::Ref;
 use crate::recall::cue::Period;
+use crate::recall::cue_spread::PoolContext;
 use crate::recall::deliberate::CueRow;
 use crate::scope::Scope;
 use crate::vector::{decode, format_from_tag};
@@ -23,6 +24,8 @@ pub(crate) struct EnvelopeRows {
     pub(crate) rows: Vec<CueRow>,
     /// True when the cap cut older rows of the period.
     pub(crate) cut: bool,
+    /// The rows' `source.id` and the episodes meeting the period, for cue propagation.
+    pub(crate) context: PoolContext,
 }
 
 /// The query vector and the store's vector identity it must match.
@@ -56,12 +59,14 @@ pub(crate) fn fetch(
     params.push(Value::Integer(period.end_ms));
     params.push(Value::Integer(cap.saturating_add(1) as i64));
     let mut stmt = conn.prepare_cached(&format!(
-        "SELECT id, timestamp_ms, embedding, embedding_format, embedding_model, embedding_dim \
+        "SELECT id, timestamp_ms, embedding, embedding_format, embedding_model, embedding_dim, \
+         CASE WHEN json_valid(source) THEN CAST(json_extract(source, '$.id') AS TEXT) END \
          FROM memories WHERE {pred} AND timestamp_ms >= ? AND timestamp_ms < ? \
          ORDER BY timestamp_ms DESC, id ASC LIMIT ?"
     ))?;
     let mut out = stmt.query(rusqlite::params_from_iter(params))?;
     let mut rows = Vec::new();
+    let mut context = PoolContext::default();
     let mut cut = false;
     while let Some(row) = out.next()? {
         if rows.len() >= cap {
@@ -70,6 +75,9 @@ pub(crate) fn fetch(
         }
         let id: i64 = row.get(0)?;
         let at_ms: i64 = row.get(1)?;
+        if let Some(source) = row.get::<_, Option<String>>(6)? {
+            context.sources.insert(Ref::mem(id), source);
+        }
         let score = match query {
             Some(q) => {
                 let blob: Option<Vec<u8>> = row.get(2)?;
@@ -95,7 +103,30 @@ pub(crate) fn fetch(
             cosine: score,
         });
     }
-    Ok(EnvelopeRows { rows, cut })
+    drop(out);
+    // The episodes whose span meets the period, in the same fetch (same scope, same cap).
+    let (pred, mut params) = scope.predicate("");
+    params.push(Value::Integer(period.end_ms));
+    params.push(Value::Integer(period.start_ms));
+    params.push(Value::Integer(cap as i64));
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT id, start_ms, end_ms FROM episodes WHERE {pred} \
+         AND start_ms IS NOT NULL AND end_ms IS NOT NULL AND start_ms < ? AND end_ms >= ? \
+         ORDER BY start_ms DESC, id ASC LIMIT ?"
+    ))?;
+    let spans = stmt.query_map(rusqlite::params_from_iter(params), |row| {
+        Ok((
+            Ref::ep(row.get(0)?),
+            Period {
+                start_ms: row.get(1)?,
+                end_ms: row.get(2)?,
+            },
+        ))
+    })?;
+    for span in spans {
+        context.episodes.push(span?);
+    }
+    Ok(EnvelopeRows { rows, cut, context })
 }
 
 /// The oldest and newest event time of the scope's memories; `None` when it holds none.

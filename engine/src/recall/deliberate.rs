@@ -2,8 +2,12 @@
 //! at the cue's period widened by its confidence; the store is fetched from at most twice per
 //! recall (the ordinary arms, then one envelope fetch aimed at the widest period the loop can
 //! reach); every later stage re-filters the pool already held. Hard limits (stages, candidates
-//! considered, milliseconds) are checked before sufficiency (the envelope holds rows), and the
-//! one revision widens one confidence step when the period holds nothing.
+//! considered, milliseconds) are checked before sufficiency, and the one revision widens one
+//! confidence step when the envelope is not sufficient. Sufficiency needs cue coverage (the
+//! envelope holds rows) and one of three rules, judged in this order on the envelope's rows:
+//! score separation (the best cosine leads the second by [`SEPARATION`]), gate outcome (the
+//! best cosine passes the recall's gate threshold) and candidate count (the envelope holds
+//! enough rows to fill the cue's held places). [`LoopReport::stopped_by`] names what ended it.
 //!
 //! This module is pure: the store hands in the fetched pool and a clock reading. It must never
 //! fetch, never widen isolation (it has no access to it), and never drop a row from the
@@ -16,6 +20,76 @@ use super::cue::{CueConfidence, POLICY, Period, PeriodText};
 
 /// Fetches of the store per recall, at most: the arms, and the envelope fetch.
 pub const MAX_FETCHES: usize = 2;
+
+/// The cosine lead of the envelope's best row over its second that makes the envelope
+/// sufficient by score separation (the same lead makes a hit strong for cue propagation).
+pub const SEPARATION: f64 = 0.05;
+
+/// What sufficiency is judged against, beside the envelope's rows.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Sufficiency {
+    /// The recall's gate threshold (cosine); `None` when the gate is off, so the gate rule
+    /// never holds.
+    pub gate_threshold: Option<f64>,
+}
+
+/// The sufficiency rule that held for a stage.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SufficiencyRule {
+    /// The best envelope row's cosine leads the second's by at least [`SEPARATION`].
+    Separation,
+    /// The best envelope row's cosine passes the gate threshold.
+    Gate,
+    /// The envelope holds at least as many rows as the cue holds places.
+    Count,
+}
+
+/// What ended the loop.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopRule {
+    /// Sufficient by score separation.
+    Separation,
+    /// Sufficient by gate outcome.
+    Gate,
+    /// Sufficient by candidate count.
+    Count,
+    /// Not sufficient, and `max_ms` had passed (hard limit).
+    Milliseconds,
+    /// Not sufficient, and `max_stages` were used (hard limit).
+    Stages,
+    /// Not sufficient, and `vague` has no wider period.
+    NoWiderPeriod,
+}
+
+impl From<SufficiencyRule> for StopRule {
+    fn from(rule: SufficiencyRule) -> StopRule {
+        match rule {
+            SufficiencyRule::Separation => StopRule::Separation,
+            SufficiencyRule::Gate => StopRule::Gate,
+            SufficiencyRule::Count => StopRule::Count,
+        }
+    }
+}
+
+/// Judges one stage's envelope rows (cue order, best first): `None` when not sufficient.
+/// Coverage is necessary (no rows: never sufficient); then separation, gate, count.
+pub fn judge(found: &[CueRow], seats: usize, sufficiency: &Sufficiency) -> Option<SufficiencyRule> {
+    let best = found.first()?;
+    let second = found.get(1).and_then(|r| r.cosine);
+    if let (Some(a), Some(b)) = (best.cosine, second)
+        && a - b >= SEPARATION
+    {
+        return Some(SufficiencyRule::Separation);
+    }
+    if let (Some(cosine), Some(threshold)) = (best.cosine, sufficiency.gate_threshold)
+        && cosine >= threshold
+    {
+        return Some(SufficiencyRule::Gate);
+    }
+    (found.len() >= seats.max(1)).then_some(SufficiencyRule::Count)
+}
 
 /// The loop's bounds (reported when one acts).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -59,13 +133,13 @@ pub struct CueRow {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum StageOutcome {
-    /// Sufficient: the envelope holds rows.
+    /// Sufficient (the stage's `sufficient` says by which rule).
     Found,
-    /// The envelope held nothing; the next stage widens it one step.
+    /// Not sufficient; the next stage widens the envelope one step.
     Widened,
-    /// The envelope held nothing and `vague` has no wider period.
+    /// Not sufficient and `vague` has no wider period.
     NoWiderPeriod,
-    /// The envelope held nothing and a hard limit stopped the revision.
+    /// Not sufficient and a hard limit stopped the revision.
     LimitHit,
 }
 
@@ -94,6 +168,9 @@ pub struct StageReport {
     pub fetched: bool,
     /// Rows of the held pool inside the envelope.
     pub found: usize,
+    /// The sufficiency rule that held, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sufficient: Option<SufficiencyRule>,
     /// What the stage decided.
     pub outcome: StageOutcome,
 }
@@ -114,6 +191,8 @@ pub struct LoopReport {
     /// Hard limits that acted.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub limits: Vec<LoopLimit>,
+    /// What ended the loop: a sufficiency rule, a hard limit, or no wider period.
+    pub stopped_by: StopRule,
     /// Milliseconds the recall had run when the loop ended.
     pub elapsed_ms: f64,
 }
@@ -138,7 +217,7 @@ pub fn fetch_envelope(period: Period, confidence: CueConfidence) -> Period {
 }
 
 /// Cue order: cosine descending (rows without one after), newer first, then ref.
-fn cue_order(a: &CueRow, b: &CueRow) -> std::cmp::Ordering {
+pub fn cue_order(a: &CueRow, b: &CueRow) -> std::cmp::Ordering {
     let ca = a.cosine.unwrap_or(f64::NEG_INFINITY);
     let cb = b.cosine.unwrap_or(f64::NEG_INFINITY);
     cb.total_cmp(&ca)
@@ -147,14 +226,17 @@ fn cue_order(a: &CueRow, b: &CueRow) -> std::cmp::Ordering {
 }
 
 /// Runs the stages over `pool` (the envelope fetch, already cut to `row_cap`; `pool_cut`
-/// says whether the cap acted). `elapsed_ms` reads the recall's clock; it is checked before a
-/// revision starts.
+/// says whether the cap acted). `elapsed_ms` reads the recall's clock. At the end of each
+/// stage the hard limits are checked first (milliseconds, then stages); a limit that holds
+/// stops the loop and is reported as acted unless the stage was sufficient anyway; then
+/// sufficiency ([`judge`]); an insufficient stage is revised one confidence step.
 pub fn run(
     config: &CueConfig,
     period: Period,
     confidence: CueConfidence,
     pool: &[CueRow],
     pool_cut: bool,
+    sufficiency: &Sufficiency,
     elapsed_ms: impl Fn() -> f64,
 ) -> LoopOutcome {
     let mut limits = Vec::new();
@@ -173,35 +255,45 @@ pub fn run(
         found.sort_by(cue_order);
         let held = found.len();
         let stage = stages.len();
+        // Hard limits first: they bound whether another stage may start at all.
+        let limit = if elapsed_ms() > config.max_ms {
+            Some(LoopLimit::Milliseconds)
+        } else if stage + 1 >= config.max_stages.max(1) {
+            Some(LoopLimit::Stages)
+        } else {
+            None
+        };
+        let sufficient = judge(&found, current.seats(), sufficiency);
         let mut report = StageReport {
             stage,
             confidence: current,
             envelope: envelope.text(),
             fetched: stage == 0,
             found: held,
+            sufficient,
             outcome: StageOutcome::Found,
         };
-        let next = if held > 0 {
-            None
-        } else if stage + 1 >= config.max_stages.max(1) {
-            limits.push(LoopLimit::Stages);
-            report.outcome = StageOutcome::LimitHit;
-            None
-        } else if elapsed_ms() > config.max_ms {
-            limits.push(LoopLimit::Milliseconds);
-            report.outcome = StageOutcome::LimitHit;
-            None
-        } else {
-            match current.wider() {
+        let (next, stop) = match (sufficient, limit) {
+            (Some(rule), _) => (None, StopRule::from(rule)),
+            (None, Some(limit)) => {
+                limits.push(limit);
+                report.outcome = StageOutcome::LimitHit;
+                let stop = match limit {
+                    LoopLimit::Milliseconds => StopRule::Milliseconds,
+                    _ => StopRule::Stages,
+                };
+                (None, stop)
+            }
+            (None, None) => match current.wider() {
                 Some(wider) => {
                     report.outcome = StageOutcome::Widened;
-                    Some(wider)
+                    (Some(wider), StopRule::NoWiderPeriod)
                 }
                 None => {
                     report.outcome = StageOutcome::NoWiderPeriod;
-                    None
+                    (None, StopRule::NoWiderPeriod)
                 }
-            }
+            },
         };
         stages.push(report);
         match next {
@@ -219,6 +311,7 @@ pub fn run(
                         candidates: pool.len(),
                         stages,
                         limits,
+                        stopped_by: stop,
                         elapsed_ms: elapsed_ms(),
                     },
                 };
@@ -227,13 +320,13 @@ pub fn run(
     }
 }
 
-/// The `time_cue` block of a recall response.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+/// The `time_cue` block of a recall response (read back from a trace by replay).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CueResponse {
     /// The policy version.
-    pub policy: &'static str,
+    pub policy: String,
     /// The final stage's envelope (the period widened by `confidence`).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub period: Option<PeriodText>,
     /// The final confidence (one step wider than asked when revised).
     pub confidence: CueConfidence,
@@ -245,9 +338,15 @@ pub struct CueResponse {
     pub seated: usize,
     /// Why the cue was not used: `recent_only` (the period starts within the last 24 h, which
     /// an uncued recall already favours) or `empty_scope` (no dated rows to aim at).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub ignored: Option<&'static str>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ignored: Option<String>,
     /// Hard limits that acted in the loop.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub limits: Vec<LoopLimit>,
+    /// What ended the loop (a sufficiency rule, a hard limit, or no wider period).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped_by: Option<StopRule>,
+    /// Cue propagation from a strong hit, when one was found (`recall::cue_spread`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub propagated: Option<super::cue_spread::Propagated>,
 }

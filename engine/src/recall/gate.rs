@@ -135,6 +135,27 @@ pub fn profile_passes(pool: u64) -> bool {
     pool >= PROFILE_MIN_POOL
 }
 
+/// The cosine threshold the gate applies for `input` (after the deep factor), and where it
+/// came from. The Deliberative loop judges its gate-outcome sufficiency rule against it.
+pub fn threshold(config: &GateConfig, input: &GateInput) -> (f64, ThresholdOrigin) {
+    let (base, origin) = match (config.enabled, input.calibrated) {
+        (false, _) => (0.0, ThresholdOrigin::Disabled),
+        (true, Some(calibrated)) if calibrated.is_finite() => {
+            (calibrated, ThresholdOrigin::Calibrated)
+        }
+        (true, _) => (
+            heuristic_min_score(config, input.pool),
+            ThresholdOrigin::Heuristic,
+        ),
+    };
+    let threshold = if input.deep && config.enabled {
+        base * config.deep_factor
+    } else {
+        base
+    };
+    (threshold, origin)
+}
+
 /// Applies the gate to fused candidates (in fused order) and returns the survivors in the
 /// same order with the report. Never reorders.
 pub fn apply(
@@ -143,18 +164,7 @@ pub fn apply(
     candidates: Vec<FusedCandidate>,
 ) -> (Vec<FusedCandidate>, GateReport) {
     let heuristic_min = heuristic_min_score(config, input.pool);
-    let (base, origin) = match (config.enabled, input.calibrated) {
-        (false, _) => (0.0, ThresholdOrigin::Disabled),
-        (true, Some(calibrated)) if calibrated.is_finite() => {
-            (calibrated, ThresholdOrigin::Calibrated)
-        }
-        (true, _) => (heuristic_min, ThresholdOrigin::Heuristic),
-    };
-    let threshold = if input.deep && config.enabled {
-        base * config.deep_factor
-    } else {
-        base
-    };
+    let (threshold, origin) = threshold(config, input);
 
     let mut decisions: Vec<GateDecision> = candidates
         .iter()

@@ -6,7 +6,8 @@
 //! arms (store) → [`select::RecallDepth::per_arm`] → [`fusion::fuse`] → [`gate::apply`] →
 //! count cut + hydration → [`shape::shape`]; [`pipeline::run`] chains them.
 //! With a time cue, [`deliberate`] runs the loop over the envelope fetch and
-//! [`pipeline::run_cued`] re-orders the answer by the one [`prior`] and holds the cue's seats.
+//! [`pipeline::run_cued`] re-orders the answer by the one [`prior`] and holds the cue's seats;
+//! [`cue_spread`] lets a strong hit of the answer narrow the period and name context rows.
 //!
 //! # Decisions that differ from CPersona
 //! - Recall Depth is the server's, never `limit` (design §4); `limit` only cuts.
@@ -25,6 +26,7 @@ pub mod confidence;
 pub mod config;
 pub mod contents;
 pub mod cue;
+pub mod cue_spread;
 pub mod deliberate;
 pub mod error;
 pub mod excerpt;

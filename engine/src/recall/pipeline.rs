@@ -9,6 +9,7 @@ use serde::Serialize;
 use super::candidate::{ArmList, FusedCandidate, Ref};
 use super::confidence::Confidence;
 use super::config::RecallConfig;
+use super::cue_spread::{self, PoolContext, Propagated};
 use super::deliberate::{CueResponse, CueRow, LoopReport};
 use super::fusion::fuse;
 use super::gate::{self, GateDecision, GateInput, GateReason, GateReport};
@@ -84,6 +85,15 @@ pub struct CuePlan {
     pub found: Vec<CueRow>,
     /// Held places beyond the count.
     pub seats: usize,
+    /// What cue propagation may follow beside event times (sources, episode spans).
+    pub context: PoolContext,
+    /// The envelope fetch as held (every row with its cosine), its envelope and whether the
+    /// row cap cut it: what a replay re-ranks when it changes the cue's confidence.
+    pub fetched: Vec<CueRow>,
+    /// The envelope the fetch was aimed at; `None` when unknown.
+    pub fetch_envelope: Option<super::cue::Period>,
+    /// True when the row cap cut the fetch.
+    pub fetch_cut: bool,
 }
 
 /// What the cue did to one pass.
@@ -95,6 +105,9 @@ pub struct CueApplied {
     pub seated: Vec<Ref>,
     /// The answer's order before the prior, best first.
     pub order_before: Vec<Ref>,
+    /// Cue propagation from the answer's strong hit, when it had one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub propagated: Option<Propagated>,
 }
 
 /// A whole pure recall pass.
@@ -215,6 +228,17 @@ fn apply_cue(
     vanished: &mut Vec<Ref>,
 ) -> CueApplied {
     let order_before: Vec<Ref> = kept.iter().map(|k| k.candidate.r#ref).collect();
+    // Cue propagation: a strong hit of the answer narrows the period and names context rows
+    // for this re-weighting pass (`cue_spread`); same rows, same seats' pool.
+    let answer: Vec<(Ref, Option<String>)> = kept
+        .iter()
+        .map(|k| (k.candidate.r#ref, source_id(k.row.source.as_ref())))
+        .collect();
+    let spread = cue_spread::propagate(plan, gate_report, &answer);
+    let (plan, propagated) = match &spread {
+        Some((revised, report)) => (revised, Some(report.clone())),
+        None => (plan, None),
+    };
     let rows: Vec<PriorRow> = order_before
         .iter()
         .map(|r| plan.rows.get(r).copied().unwrap_or_default())
@@ -271,5 +295,15 @@ fn apply_cue(
         moved,
         seated,
         order_before,
+        propagated,
+    }
+}
+
+/// A row's `source.id` as text (numbers too), as the caller's `source_id` filter reads it.
+fn source_id(source: Option<&serde_json::Value>) -> Option<String> {
+    match source?.get("id")? {
+        serde_json::Value::String(text) => Some(text.clone()),
+        serde_json::Value::Number(n) => Some(n.to_string()),
+        _ => None,
     }
 }

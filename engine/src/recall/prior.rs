@@ -29,6 +29,10 @@ pub struct PriorRow {
     pub at_ms: Option<i64>,
     /// Rank within the cue's period (by closeness to the query), 0-based.
     pub cue_rank: Option<usize>,
+    /// True when cue propagation named the row a context cue (it shares a strong hit's
+    /// source or episode, `recall::cue_spread`).
+    #[serde(default)]
+    pub context: bool,
 }
 
 /// What happens past the scan window.
@@ -52,6 +56,9 @@ pub struct CuePrior {
     pub max_up: usize,
     /// The cue's depth: a row inside the envelope without a cue rank counts as ranked here.
     pub depth: usize,
+    /// Places a context-cued row moves up beside its lift (0 until cue propagation sets it).
+    #[serde(default)]
+    pub context_up: usize,
 }
 
 /// `p(row)` as one value.
@@ -197,9 +204,9 @@ impl Prior {
 /// Re-orders a best-first list (`scores[i]` the fused score of the row at position `i`) by
 /// the prior and returns the permutation (new order as old indices). Position and age weigh
 /// the score multiplicatively (stable); the cue then lifts each row at most `max_up` places,
-/// its key `i − max_up × strength` (ties: lifted first, then the older position), so the
-/// cue's best row moves exactly `max_up` places when possible. A permutation: never admits,
-/// never removes.
+/// its key `i − max_up × strength − context_up × [context]` (ties: lifted first, then the
+/// older position), so the cue's best row moves exactly `max_up` places when possible and no
+/// row moves more than `max_up + context_up`. A permutation: never admits, never removes.
 pub fn apply(prior: &Prior, rows: &[PriorRow], scores: &[f64]) -> Vec<usize> {
     debug_assert_eq!(rows.len(), scores.len());
     let mut order: Vec<usize> = (0..rows.len()).collect();
@@ -220,7 +227,16 @@ pub fn apply(prior: &Prior, rows: &[PriorRow], scores: &[f64]) -> Vec<usize> {
             .enumerate()
             .map(|(pos, &old)| {
                 let s = prior.cue_strength(&rows[old]);
-                (pos as f64 - cue.max_up as f64 * s, s == 0.0, pos)
+                let c = if rows[old].context {
+                    cue.context_up as f64
+                } else {
+                    0.0
+                };
+                (
+                    pos as f64 - cue.max_up as f64 * s - c,
+                    s == 0.0 && c == 0.0,
+                    pos,
+                )
             })
             .collect();
         let mut by: Vec<usize> = (0..order.len()).collect();

@@ -6,6 +6,7 @@ mod confidence;
 mod config;
 mod contents;
 mod cue;
+mod cue_spread;
 mod deliberate;
 mod excerpt;
 mod fts_query;

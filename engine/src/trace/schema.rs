@@ -355,6 +355,9 @@ pub struct RecallTrace {
     /// The confidence constants, when the recall reported confidence.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub confidence_params: Option<ConfidenceParams>,
+    /// The time cue's plan the pass applied (absent without a used cue).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cue: Option<super::TraceCue>,
     /// The response body the engine returned (before any server filter).
     pub response: serde_json::Value,
 }

@@ -2,6 +2,8 @@
 //! places but never hides a row, the loop fetches at most twice, relative cues read the
 //! injected clock, and bad cues are refused before anything runs.
 
+use cpersona_engine::replay::{ReplayChanges, replay};
+use cpersona_engine::trace::RecallTrace;
 use cpersona_engine::{Error, RecallQuery, StoreId, StoreRequest, TimeCue};
 use serde_json::json;
 
@@ -193,7 +195,7 @@ fn a_recent_cue_is_ignored_and_says_so() {
     let r = f.engine.recall(&cued("lanterns", 5, Some(cue))).unwrap();
     let free = f.engine.recall(&cued("lanterns", 5, None)).unwrap();
     assert_eq!(
-        r.response.time_cue.as_ref().unwrap().ignored,
+        r.response.time_cue.as_ref().unwrap().ignored.as_deref(),
         Some("recent_only")
     );
     assert_eq!(refs(&r), refs(&free));
@@ -207,4 +209,118 @@ fn invalid_cues_are_user_errors() {
         Err(err @ Error::InvalidInput { .. }) => assert!(err.is_user_error()),
         other => panic!("expected InvalidInput, got {other:?}"),
     }
+}
+
+/// The trace through its JSON text, as `--trace-out` and `replay` see it.
+fn saved(result: &cpersona_engine::RecallResult) -> RecallTrace {
+    let text = serde_json::to_string_pretty(&result.trace().unwrap()).unwrap();
+    RecallTrace::from_json(&text).unwrap()
+}
+
+#[test]
+fn a_cued_trace_replays_to_the_same_response_and_cue_off_to_free_recall() {
+    let f = fixture();
+    corpus(&f);
+    let cues = [
+        json!({"ago": {"unit": "days", "value": 55}, "confidence": "sure"}),
+        json!({"after": "2023-03-21", "before": "2023-03-31", "confidence": "likely"}),
+        json!({"after": "2023-02-20", "before": "2023-02-27", "confidence": "sure"}),
+        json!({"ago": {"unit": "days", "value": 0}, "confidence": "sure"}),
+    ];
+    for (i, cue) in cues.into_iter().enumerate() {
+        for (q, limit) in [("lanterns stones", 3), ("garden note", 5)] {
+            let with = f.engine.recall(&cued(q, limit, Some(cue.clone()))).unwrap();
+            let trace = saved(&with);
+            let out = replay(&trace, &ReplayChanges::default()).unwrap();
+            assert_eq!(
+                serde_json::to_string(&out.response).unwrap(),
+                serde_json::to_string(&with.response).unwrap(),
+                "cue {i}, {q:?}"
+            );
+            assert!(out.unchanged && out.exact, "cue {i}, {q:?}: {out:?}");
+            if i < 3 {
+                assert!(trace.cue.is_some(), "cue {i}: the plan is saved");
+            }
+            // cue=off replays the free recall of the same query.
+            let free = f.engine.recall(&cued(q, limit, None)).unwrap();
+            let off = replay(&trace, &ReplayChanges::parse_all(["cue=off"]).unwrap()).unwrap();
+            assert_eq!(
+                serde_json::to_string(&off.response).unwrap(),
+                serde_json::to_string(&free.response).unwrap(),
+                "cue {i}, {q:?}: cue=off"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_cue_too_wide_for_the_expected_row_is_window_too_wide() {
+    use cpersona_engine::taxonomy::{FailureCode, attribute};
+    let f = fixture();
+    let ids = corpus(&f);
+    // Days 7..9 (2023-03-08..10); likely widens by 1.5 days each side (days 5..10 at noon),
+    // holds 2 seats; sure holds 3 seats for exactly days 7..9.
+    let cue = json!({"after": "2023-03-08", "before": "2023-03-11", "confidence": "likely"});
+    let with = f
+        .engine
+        .recall(&cued("lanterns stones", 3, Some(cue)))
+        .unwrap();
+    let returned = refs(&with);
+    let missed: Vec<String> = (7..10)
+        .map(|d| format!("mem:{}", ids[d]))
+        .filter(|r| !returned.contains(r))
+        .collect();
+    assert!(
+        !missed.is_empty(),
+        "likely seats at most 2 of 3: {returned:?}"
+    );
+    let trace = saved(&with);
+    let expected = missed[0].parse().unwrap();
+    // Narrowing the cue to sure is exact (the saved envelope rows suffice) and returns it.
+    let sure = replay(
+        &trace,
+        &ReplayChanges::parse_all(["cue.confidence=sure"]).unwrap(),
+    )
+    .unwrap();
+    assert!(sure.exact, "{sure:?}");
+    assert!(sure.refs_best_first().contains(&expected));
+    let att = attribute(&trace, expected, None).unwrap();
+    assert_eq!(att.code, Some(FailureCode::WindowTooWide), "{att:?}");
+    assert_eq!(att.stage, "cue");
+}
+
+#[test]
+fn a_cue_too_narrow_for_the_expected_row_is_window_too_narrow() {
+    use cpersona_engine::taxonomy::{FailureCode, attribute};
+    let f = fixture();
+    corpus(&f);
+    // Days 7..9, sure: three rows fill its three seats, so the loop stops at once (count);
+    // likely (days 5..10 at noon) is inside the fetch (aimed at likely), so it replays exactly.
+    let cue = json!({"after": "2023-03-08", "before": "2023-03-11", "confidence": "sure"});
+    let mut cases = 0;
+    for q in ["lanterns stones", "garden note", "harbor", "note about"] {
+        let with = f.engine.recall(&cued(q, 3, Some(cue.clone()))).unwrap();
+        assert!(!with.response.time_cue.as_ref().unwrap().revised, "{q:?}");
+        let trace = saved(&with);
+        let likely = replay(
+            &trace,
+            &ReplayChanges::parse_all(["cue.confidence=likely"]).unwrap(),
+        )
+        .unwrap();
+        assert!(likely.exact, "{q:?}: {likely:?}");
+        let before = cpersona_engine::replay::trace_refs_best_first(&trace);
+        for expected in likely.refs_best_first() {
+            if before.contains(&expected) {
+                continue;
+            }
+            let att = attribute(&trace, expected, None).unwrap();
+            assert_eq!(
+                att.code,
+                Some(FailureCode::WindowTooNarrow),
+                "{q:?}: {att:?}"
+            );
+            cases += 1;
+        }
+    }
+    assert!(cases > 0, "no query had a row only the wider cue returns");
 }

@@ -23,7 +23,7 @@ pub struct ReplayArgs {
     pub trace: PathBuf,
     /// One changed condition, `key=value`: depth, threshold, gate=on|off, arm=ARM (alone),
     /// arm_off=ARM, weight.ARM=W, fusion=rrf|rsf, rrf_k, limit, budget, full_content, deep,
-    /// cue=off. Repeatable.
+    /// cue=off, cue.confidence=sure|likely|vague. Repeatable.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub sets: Vec<String>,
     /// The ref that should have come back (`mem:12`): prints its failure code.

@@ -3,7 +3,10 @@
 
 use crate::recall::candidate::Ref;
 use crate::recall::cue::{CueConfidence, DAY_MS, Period};
-use crate::recall::deliberate::{CueConfig, CueRow, LoopLimit, StageOutcome, fetch_envelope, run};
+use crate::recall::deliberate::{
+    CueConfig, CueRow, LoopLimit, StageOutcome, StopRule, Sufficiency, SufficiencyRule,
+    fetch_envelope, run,
+};
 
 fn row(id: i64, day: i64, cosine: f64) -> CueRow {
     CueRow {
@@ -29,6 +32,7 @@ fn found_in_the_first_envelope_stops_at_one_stage() {
         CueConfidence::Sure,
         &pool,
         false,
+        &Sufficiency::default(),
         || 0.0,
     );
     assert_eq!(out.report.stages.len(), 1);
@@ -54,6 +58,7 @@ fn an_empty_period_is_widened_once_from_the_held_pool() {
         CueConfidence::Sure,
         &pool,
         false,
+        &Sufficiency::default(),
         || 0.0,
     );
     assert_eq!(out.report.stages.len(), 2);
@@ -73,6 +78,7 @@ fn vague_has_no_wider_period() {
         CueConfidence::Vague,
         &[],
         false,
+        &Sufficiency::default(),
         || 0.0,
     );
     assert_eq!(out.report.stages.len(), 1);
@@ -88,6 +94,7 @@ fn hard_limits_come_first_and_are_reported() {
         CueConfidence::Sure,
         &[],
         true,
+        &Sufficiency::default(),
         || 5_000.0,
     );
     assert_eq!(slow.report.stages.len(), 1);
@@ -99,7 +106,15 @@ fn hard_limits_come_first_and_are_reported() {
         max_stages: 1,
         ..CueConfig::default()
     };
-    let staged = run(&one, period(), CueConfidence::Sure, &[], false, || 0.0);
+    let staged = run(
+        &one,
+        period(),
+        CueConfidence::Sure,
+        &[],
+        false,
+        &Sufficiency::default(),
+        || 0.0,
+    );
     assert_eq!(staged.report.limits, vec![LoopLimit::Stages]);
     assert_eq!(staged.report.stages[0].outcome, StageOutcome::LimitHit);
 }
@@ -111,9 +126,157 @@ fn depth_cuts_the_cue_list() {
         depth: 3,
         ..CueConfig::default()
     };
-    let out = run(&config, period(), CueConfidence::Sure, &pool, false, || 0.0);
+    let out = run(
+        &config,
+        period(),
+        CueConfidence::Sure,
+        &pool,
+        false,
+        &Sufficiency::default(),
+        || 0.0,
+    );
     assert_eq!(
         out.found.iter().map(|r| r.r#ref.id).collect::<Vec<_>>(),
         vec![9, 8, 7]
     );
+}
+
+fn bare(id: i64, day: i64) -> CueRow {
+    CueRow {
+        r#ref: Ref::mem(id),
+        at_ms: day * DAY_MS,
+        cosine: None,
+    }
+}
+
+#[test]
+fn separation_makes_a_stage_sufficient() {
+    // Two rows (sure holds 3 seats, so count alone would not do), 0.3 vs 0.2: a clear lead.
+    let pool = [row(1, 11, 0.3), row(2, 10, 0.2)];
+    let out = run(
+        &CueConfig::default(),
+        period(),
+        CueConfidence::Sure,
+        &pool,
+        false,
+        &Sufficiency::default(),
+        || 0.0,
+    );
+    assert_eq!(out.report.stages.len(), 1);
+    assert_eq!(
+        out.report.stages[0].sufficient,
+        Some(SufficiencyRule::Separation)
+    );
+    assert_eq!(out.report.stopped_by, StopRule::Separation);
+}
+
+#[test]
+fn the_gate_outcome_makes_a_stage_sufficient() {
+    // No lead (0.30 vs 0.29), but the best passes a 0.25 gate.
+    let pool = [row(1, 11, 0.30), row(2, 10, 0.29)];
+    let gate = Sufficiency {
+        gate_threshold: Some(0.25),
+    };
+    let out = run(
+        &CueConfig::default(),
+        period(),
+        CueConfidence::Sure,
+        &pool,
+        false,
+        &gate,
+        || 0.0,
+    );
+    assert_eq!(out.report.stopped_by, StopRule::Gate);
+    assert_eq!(out.report.stages.len(), 1);
+    // The same rows against a higher gate are not sufficient: the loop widens once.
+    let high = Sufficiency {
+        gate_threshold: Some(0.5),
+    };
+    let out = run(
+        &CueConfig::default(),
+        period(),
+        CueConfidence::Sure,
+        &pool,
+        false,
+        &high,
+        || 0.0,
+    );
+    assert_eq!(out.report.stages[0].outcome, StageOutcome::Widened);
+    assert_eq!(out.report.stages.len(), 2);
+}
+
+#[test]
+fn the_candidate_count_makes_a_stage_sufficient() {
+    // Three rows without cosines fill sure's three seats.
+    let pool = [bare(1, 10), bare(2, 11), bare(3, 11)];
+    let out = run(
+        &CueConfig::default(),
+        period(),
+        CueConfidence::Sure,
+        &pool,
+        false,
+        &Sufficiency::default(),
+        || 0.0,
+    );
+    assert_eq!(out.report.stopped_by, StopRule::Count);
+    assert_eq!(out.report.stages.len(), 1);
+    // Two are too few: the stage is revised, and at the second (last) stage the stage limit
+    // stops the loop and says so.
+    let out = run(
+        &CueConfig::default(),
+        period(),
+        CueConfidence::Sure,
+        &pool[..2],
+        false,
+        &Sufficiency::default(),
+        || 0.0,
+    );
+    assert_eq!(out.report.stages.len(), 2);
+    assert_eq!(out.report.stages[0].sufficient, None);
+    // Likely holds two seats: two rows suffice at the second stage.
+    assert_eq!(out.report.stopped_by, StopRule::Count);
+    assert!(out.report.limits.is_empty());
+}
+
+#[test]
+fn a_limit_stops_an_insufficient_loop_and_is_named() {
+    let pool = [bare(1, 11)];
+    let one = CueConfig {
+        max_stages: 1,
+        ..CueConfig::default()
+    };
+    let out = run(
+        &one,
+        period(),
+        CueConfidence::Sure,
+        &pool,
+        false,
+        &Sufficiency::default(),
+        || 0.0,
+    );
+    assert_eq!(out.report.stopped_by, StopRule::Stages);
+    assert_eq!(out.report.limits, vec![LoopLimit::Stages]);
+    let slow = run(
+        &CueConfig::default(),
+        period(),
+        CueConfidence::Sure,
+        &pool,
+        false,
+        &Sufficiency::default(),
+        || 5_000.0,
+    );
+    assert_eq!(slow.report.stopped_by, StopRule::Milliseconds);
+    // A sufficient stage is not reported as cut by a limit that holds at the same time.
+    let enough = [bare(1, 10), bare(2, 11), bare(3, 11)];
+    let out = run(
+        &one,
+        period(),
+        CueConfidence::Sure,
+        &enough,
+        false,
+        &Sufficiency::default(),
+        || 0.0,
+    );
+    assert_eq!(out.report.stopped_by, StopRule::Count);
+    assert!(out.report.limits.is_empty());
 }

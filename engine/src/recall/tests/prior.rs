@@ -20,6 +20,7 @@ fn identity_is_one_everywhere_and_moves_nothing() {
             age_h: Some(9e3),
             at_ms: Some(7),
             cue_rank: Some(0),
+            context: true,
         };
         assert_eq!(Prior::IDENTITY.p(&row), 1.0);
     }
@@ -130,6 +131,7 @@ fn cue_lifts_envelope_rows_at_most_max_up_places() {
         },
         max_up: 2,
         depth: 50,
+        context_up: 0,
     };
     let p = Prior::cued(cue);
     let out = PriorRow {

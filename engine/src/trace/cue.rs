@@ -1,0 +1,155 @@
+//! The time cue's part of a trace: the plan the Deliberative loop handed the pure pass (the
+//! prior with its final envelope, what it knew per row, the envelope's rows in cue order,
+//! the seats and what cue propagation may follow), so that a replay re-applies the cue's
+//! re-order, propagation and held seats exactly as the recall did.
+//!
+//! It holds event times, cue ranks, cosines and source ids: never a vector, never text.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::schema::ref_serde;
+use crate::recall::Ref;
+use crate::recall::cue::Period;
+use crate::recall::cue_spread::PoolContext;
+use crate::recall::deliberate::CueRow;
+use crate::recall::pipeline::CuePlan;
+use crate::recall::prior::{Prior, PriorRow};
+
+/// What the prior knew about one row.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TraceCueRow {
+    /// The row.
+    #[serde(rename = "ref", with = "ref_serde")]
+    pub r#ref: Ref,
+    /// The prior's inputs for it.
+    #[serde(flatten)]
+    pub prior: PriorRow,
+}
+
+/// One envelope row in cue order.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TraceFoundRow {
+    /// The row.
+    #[serde(rename = "ref", with = "ref_serde")]
+    pub r#ref: Ref,
+    /// Its event time, UTC ms.
+    pub at_ms: i64,
+    /// Its cosine to the query, if any.
+    pub cosine: Option<f64>,
+}
+
+/// An episode span propagation may follow.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TraceEpisodeSpan {
+    /// The episode.
+    #[serde(rename = "ref", with = "ref_serde")]
+    pub r#ref: Ref,
+    /// Its span.
+    pub span: Period,
+}
+
+/// The cue plan as saved.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TraceCue {
+    /// The prior (the loop's final envelope, lift and depth).
+    pub prior: Prior,
+    /// What the prior knew per row, by ref.
+    pub rows: Vec<TraceCueRow>,
+    /// The envelope's rows in cue order (the seat candidates).
+    pub found: Vec<TraceFoundRow>,
+    /// Held places beyond the count.
+    pub seats: usize,
+    /// Known rows' `source.id`, by ref text.
+    #[serde(default)]
+    pub sources: BTreeMap<String, String>,
+    /// Episode spans meeting the envelope.
+    #[serde(default)]
+    pub episodes: Vec<TraceEpisodeSpan>,
+    /// The envelope fetch's rows (newest first) with cosines, for confidence replays.
+    #[serde(default)]
+    pub fetched: Vec<TraceFoundRow>,
+    /// The envelope the fetch was aimed at.
+    #[serde(default)]
+    pub fetch_envelope: Option<Period>,
+    /// True when the row cap cut the fetch.
+    #[serde(default)]
+    pub fetch_cut: bool,
+}
+
+fn found_row(row: &CueRow) -> TraceFoundRow {
+    TraceFoundRow {
+        r#ref: row.r#ref,
+        at_ms: row.at_ms,
+        cosine: row.cosine,
+    }
+}
+
+fn cue_row(row: &TraceFoundRow) -> CueRow {
+    CueRow {
+        r#ref: row.r#ref,
+        at_ms: row.at_ms,
+        cosine: row.cosine,
+    }
+}
+
+impl TraceCue {
+    /// The saved form of a plan (rows sorted by ref, so the same plan gives the same bytes).
+    pub fn of(plan: &CuePlan) -> TraceCue {
+        let mut rows: Vec<TraceCueRow> = plan
+            .rows
+            .iter()
+            .map(|(r, prior)| TraceCueRow {
+                r#ref: *r,
+                prior: *prior,
+            })
+            .collect();
+        rows.sort_by_key(|row| row.r#ref);
+        TraceCue {
+            prior: plan.prior,
+            rows,
+            found: plan.found.iter().map(found_row).collect(),
+            seats: plan.seats,
+            sources: plan
+                .context
+                .sources
+                .iter()
+                .map(|(r, s)| (r.to_string(), s.clone()))
+                .collect(),
+            episodes: plan
+                .context
+                .episodes
+                .iter()
+                .map(|(r, span)| TraceEpisodeSpan {
+                    r#ref: *r,
+                    span: *span,
+                })
+                .collect(),
+            fetched: plan.fetched.iter().map(found_row).collect(),
+            fetch_envelope: plan.fetch_envelope,
+            fetch_cut: plan.fetch_cut,
+        }
+    }
+
+    /// The plan back.
+    pub fn to_plan(&self) -> CuePlan {
+        CuePlan {
+            prior: self.prior,
+            rows: self.rows.iter().map(|row| (row.r#ref, row.prior)).collect(),
+            found: self.found.iter().map(cue_row).collect(),
+            fetched: self.fetched.iter().map(cue_row).collect(),
+            fetch_envelope: self.fetch_envelope,
+            fetch_cut: self.fetch_cut,
+            seats: self.seats,
+            context: PoolContext {
+                sources: self
+                    .sources
+                    .iter()
+                    .filter_map(|(r, s)| Some((r.parse().ok()?, s.clone())))
+                    .collect(),
+                episodes: self.episodes.iter().map(|e| (e.r#ref, e.span)).collect(),
+            },
+        }
+    }
+}
