@@ -39,7 +39,7 @@ mod recall_engine;
 mod recall_facts;
 mod reconstruct_engine;
 pub use arm_probe::LexicalArms;
-pub use arms::lexical::CapActed;
+pub use arms::lexical::{CapActed, CapPolicy};
 pub use arms::vector::VectorTableReport;
 mod listing;
 mod memories;

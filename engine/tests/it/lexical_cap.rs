@@ -3,6 +3,7 @@
 //! under the cap the arm is exactly the uncapped one; odd queries still never reach SQLite
 //! as an error and degrade to the keyword pass.
 
+use cpersona_engine::CapPolicy;
 use cpersona_engine::recall::{ArmList, RefKind};
 use cpersona_engine::{Engine, EngineConfig, RecallQuery, StoreId, StoreRequest};
 
@@ -10,7 +11,7 @@ use crate::common::{Fixture, fixture};
 
 const DEPTH: usize = 100;
 /// Rows of agent `a` that hold "harbor" (the dense term); agent `b` holds `B_ROWS` more.
-const A_ROWS: usize = 180;
+const A_ROWS: usize = 300;
 const B_ROWS: usize = 60;
 
 const FILLER: [&str; 8] = [
@@ -34,15 +35,18 @@ fn store(f: &Fixture, agent: &str, content: &str) -> i64 {
 }
 
 /// Agent `a`'s and `b`'s rows interleaved, every one holding "harbor" a varying number of
-/// times (so bm25 scores differ), a few holding "quartz" too.
+/// times (so bm25 scores differ); "beacon" on even rows, "comet" on rows not divisible by
+/// 3, "quartz" on a few.
 fn dense(f: &Fixture) {
     let (mut a, mut b) = (0, 0);
     while a < A_ROWS || b < B_ROWS {
         let i = a + b;
         let harbor = vec!["harbor"; 1 + i % 3].join(" ");
         let rare = if i % 17 == 0 { " quartz" } else { "" };
+        let beacon = if i % 2 == 0 { " beacon" } else { "" };
+        let comet = if i % 3 == 0 { "" } else { " comet" };
         let text = format!(
-            "{harbor} {} {}{rare} row{i}",
+            "{harbor}{beacon}{comet} {} {}{rare} row{i}",
             FILLER[i % 8],
             FILLER[(i / 8) % 8]
         );
@@ -76,40 +80,85 @@ fn query(text: &str) -> RecallQuery {
     }
 }
 
+/// Every row of `a` matching `q`, in uncapped bm25 order.
+fn uncapped(f: &Fixture, q: &str) -> Vec<i64> {
+    let all = f
+        .engine
+        .lexical_arm("a", None, q, 10 * A_ROWS, None)
+        .unwrap();
+    assert!(all.capped.is_empty());
+    ids(&all.lists[1])
+}
+
 #[test]
-fn the_cap_acts_ranks_the_newest_matches_in_order_and_says_so() {
+fn over_the_cap_the_rarer_terms_are_ranked_and_the_common_one_left_out() {
     let f = fixture();
     dense(&f);
     let cap = 120;
+    let quartz = uncapped(&f, "quartz");
+    assert!(!quartz.is_empty() && quartz.len() <= cap);
+    assert!(uncapped(&f, "harbor").len() > cap);
     let capped = f
         .engine
-        .lexical_arm("a", None, "harbor lantern", DEPTH, Some(cap))
+        .lexical_arm("a", None, "harbor quartz", DEPTH, Some(cap))
         .unwrap();
     assert_eq!(capped.capped.len(), 1, "{:?}", capped.capped);
     let acted = &capped.capped[0];
     assert_eq!((acted.table, acted.cap), ("memories", cap));
+    assert_eq!(acted.policy, CapPolicy::SelectiveTerms);
+    assert_eq!(acted.left_out, vec!["harbor".to_owned()]);
     assert!(
         capped.notes.iter().any(|n| n.contains("lexical cap acted")),
         "{:?}",
         capped.notes
     );
-    // The order is the uncapped order restricted to the ranked subset (idf is the table's).
-    let all = f
+    // The ranked rows are exactly the rows holding the rare term, in its bm25 order.
+    assert_eq!(ids(&capped.lists[1]), quartz);
+}
+
+#[test]
+fn when_every_term_is_common_the_rows_holding_all_of_them_are_ranked() {
+    let f = fixture();
+    dense(&f);
+    let cap = 120;
+    let both = uncapped(&f, "beacon comet");
+    assert!(uncapped(&f, "beacon").len() > cap && uncapped(&f, "comet").len() > cap);
+    let capped = f
         .engine
-        .lexical_arm("a", None, "harbor lantern", A_ROWS * 2, None)
+        .lexical_arm("a", None, "beacon comet", DEPTH, Some(cap))
         .unwrap();
-    assert!(all.capped.is_empty());
-    let full = &all.lists[1];
-    assert_eq!(full.hits.len(), A_ROWS, "every row of a matches");
-    let expected: Vec<i64> = ids(full)
+    let acted = &capped.capped[0];
+    assert_eq!(acted.policy, CapPolicy::AllTerms, "{acted:?}");
+    let rows = ids(&capped.lists[1]);
+    assert!(!rows.is_empty() && rows.len() <= DEPTH);
+    // Rows holding both terms, in the uncapped order (bm25 of AND scores every term).
+    let expected: Vec<i64> = both.into_iter().filter(|id| rows.contains(id)).collect();
+    assert_eq!(rows, expected);
+}
+
+#[test]
+fn one_common_term_ranks_the_newest_matches_in_uncapped_order() {
+    let f = fixture();
+    dense(&f);
+    let cap = 120;
+    let capped = f
+        .engine
+        .lexical_arm("a", None, "harbor", DEPTH, Some(cap))
+        .unwrap();
+    let acted = &capped.capped[0];
+    assert_eq!(acted.policy, CapPolicy::Newest);
+    let from = acted.from_id.unwrap();
+    let full = uncapped(&f, "harbor");
+    assert_eq!(full.len(), A_ROWS, "every row of a matches");
+    // Exactly `cap` of a's matching rows lie in the ranked range: the newest ones.
+    assert_eq!(full.iter().filter(|id| **id >= from).count(), cap);
+    // The order is the uncapped order restricted to the range (idf is the table's).
+    let expected: Vec<i64> = full
         .into_iter()
-        .filter(|id| *id >= acted.from_id)
+        .filter(|id| *id >= from)
         .take(DEPTH)
         .collect();
     assert_eq!(ids(&capped.lists[1]), expected);
-    // Exactly `cap` of a's matching rows lie in the ranked range: the newest ones.
-    let in_range = ids(full).iter().filter(|id| **id >= acted.from_id).count();
-    assert_eq!(in_range, cap);
 }
 
 #[test]
