@@ -3,6 +3,8 @@
 //! bandwidth, recall. Measurement helpers only; nothing here is asserted as a test.
 #![forbid(unsafe_code)]
 
+pub mod text_corpus;
+
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::path::{Path, PathBuf};
 use std::time::Instant;

@@ -25,6 +25,7 @@ pub mod trace;
 pub mod vector;
 
 mod agent;
+mod arm_probe;
 mod arms;
 pub mod associations;
 mod block_index;
@@ -37,6 +38,8 @@ mod generations;
 mod recall_engine;
 mod recall_facts;
 mod reconstruct_engine;
+pub use arm_probe::LexicalArms;
+pub use arms::lexical::{CapActed, CapPolicy};
 pub use arms::vector::VectorTableReport;
 mod listing;
 mod memories;

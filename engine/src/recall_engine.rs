@@ -107,6 +107,9 @@ pub struct RecallResult {
     pub vector: VectorReport,
     /// True when the memories arm came from the keyword pass.
     pub keyword_fallback: bool,
+    /// The FTS tables on which the lexical candidate cap acted (each also in `advisories`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub lexical_capped: Vec<lexical::CapActed>,
     /// The stages, when `trace`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stages: Option<RecallStages>,
@@ -354,6 +357,7 @@ impl Engine {
         let mut arms: Vec<ArmList> = Vec::new();
         let mut report = VectorReport::default();
         let mut keyword_fallback = false;
+        let mut lexical_capped = Vec::new();
         let mut query_vector: Option<Vec<f32>> = None;
 
         if !blank {
@@ -395,9 +399,11 @@ impl Engine {
                 )),
             }
             let started = Instant::now();
-            let lexical = self.read(|conn| lexical::search(conn, &scope, &q.query, depth))?;
+            let lexical = self
+                .read(|conn| lexical::search(conn, &scope, &q.query, depth, config.lexical_cap))?;
             timings.lexical_ms = ms(started);
             keyword_fallback = lexical.keyword_fallback;
+            lexical_capped = lexical.capped;
             advisories.extend(lexical.notes);
             arms.push(lexical.episodes);
             arms.push(lexical.memories);
@@ -563,6 +569,7 @@ impl Engine {
             advisories,
             vector: report,
             keyword_fallback,
+            lexical_capped,
             stages: q.trace.then_some(outcome.stages),
             timings,
             filtered,

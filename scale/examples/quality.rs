@@ -7,7 +7,7 @@
 //!
 //! Run: `CPERSONA_MODEL_DIR=target/test-deps/all-MiniLM-L6-v2 cargo run -p cpersona-scale
 //! --example quality --profile=dev -- [--tasks locomo,tmd,beir:DIR] [--embedders hash,minilm]
-//! [--max-queries N] [--groups N] [--data ../shared/data]`. `--groups N` keeps the first N
+//! [--max-queries N] [--groups N] [--data ../shared/data] [--lexical-cap N|off]`. `--groups N` keeps the first N
 //! conversations of each task (0 = all), for a machine where embedding is slow.
 #![forbid(unsafe_code)]
 #![allow(clippy::print_stdout, clippy::print_stderr)]
@@ -30,6 +30,8 @@ struct Args {
     max_queries: usize,
     groups: usize,
     data: PathBuf,
+    /// Track B's lexical candidate cap (`--lexical-cap N|off`; default the engine's).
+    lexical_cap: Option<usize>,
 }
 
 fn workspace_root() -> PathBuf {
@@ -55,6 +57,7 @@ fn parse_args() -> BoxResult<Args> {
         max_queries: 0,
         groups: 0,
         data: workspace_root().join("../shared/data"),
+        lexical_cap: cpersona_engine::recall::RecallConfig::default().lexical_cap,
     };
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
@@ -65,6 +68,10 @@ fn parse_args() -> BoxResult<Args> {
             "--max-queries" => args.max_queries = value()?.parse()?,
             "--groups" => args.groups = value()?.parse()?,
             "--data" => args.data = PathBuf::from(value()?),
+            "--lexical-cap" => {
+                let v = value()?;
+                args.lexical_cap = if v == "off" { None } else { Some(v.parse()?) };
+            }
             // cargo may pass --bench when run as a bench; nothing else is expected.
             other => return Err(format!("unknown argument {other}").into()),
         }
@@ -104,7 +111,12 @@ fn embedder(name: &str) -> BoxResult<Arc<dyn Embedder>> {
     })
 }
 
-fn run(ds: &Dataset, embedder: &dyn Embedder, out: &Path) -> BoxResult<TaskResult> {
+fn run(
+    ds: &Dataset,
+    embedder: &dyn Embedder,
+    out: &Path,
+    lexical_cap: Option<usize>,
+) -> BoxResult<TaskResult> {
     let model = embedder.identity().model_id.clone();
     let mut cache = EmbeddingCache::open(&out.join("cache"), embedder)?;
     let label = format!("{} / {model}", ds.task);
@@ -134,7 +146,7 @@ fn run(ds: &Dataset, embedder: &dyn Embedder, out: &Path) -> BoxResult<TaskResul
         ds.docs.len()
     );
     let work = out.join(format!("work-{}", ds.task));
-    let b = tracks::track_b(ds, embedder.identity(), &docs, &queries, &work)?;
+    let b = tracks::track_b_with_cap(ds, embedder.identity(), &docs, &queries, &work, lexical_cap)?;
     let (subtasks, sa, sb) = report::score(ds, &a, &b);
     let mut notes = b.notes.clone();
     if ds.dangling_relevant > 0 {
@@ -182,15 +194,16 @@ fn main() -> BoxResult<()> {
     for name in &args.embedders {
         let embedder = embedder(name)?;
         for ds in &datasets {
-            results.push(run(ds, embedder.as_ref(), &out)?);
+            results.push(run(ds, embedder.as_ref(), &out, args.lexical_cap)?);
         }
     }
     let command = format!(
-        "cargo run -p cpersona-scale --example quality --profile=dev -- --tasks {} --embedders {} --max-queries {} --groups {}",
+        "cargo run -p cpersona-scale --example quality --profile=dev -- --tasks {} --embedders {} --max-queries {} --groups {} --lexical-cap {}",
         args.tasks.join(","),
         args.embedders.join(","),
         args.max_queries,
-        args.groups
+        args.groups,
+        args.lexical_cap.map_or("off".to_owned(), |c| c.to_string())
     );
     let text = report::render_text(&results);
     println!("{command}\n{text}");

@@ -203,6 +203,9 @@ pub struct RecallSettings {
     /// `check_health` warns when a table's live tail exceeds this share of its generation's
     /// rows (`CPERSONA_INDEX_STALE_WARN_SHARE`, 0..=1; 0 warns on any live tail).
     pub index_stale_warn_share: f64,
+    /// bm25 ranks at most this many matching rows per FTS table, the newest; `None` = every
+    /// match (`CPERSONA_RECALL_LEXICAL_CAP`: `off`, or 100..=100,000,000; default 2,000).
+    pub lexical_cap: Option<usize>,
 }
 
 /// How reconstruct orders quoted passages (`CPERSONA_RECONSTRUCT_SEQUENCE`).
@@ -396,6 +399,22 @@ fn parse_writes(env: &Env) -> Result<WriteLimits> {
     })
 }
 
+/// `CPERSONA_RECALL_LEXICAL_CAP`: `off` (identity: bm25 over every match) or a count no
+/// smaller than the recall depth maximum, so the capped arm can still fill its depth.
+fn lexical_cap(env: &Env) -> Result<Option<usize>> {
+    const VAR: &str = "CPERSONA_RECALL_LEXICAL_CAP";
+    let default = cpersona_engine::recall::RecallConfig::LEXICAL_CAP;
+    let lo = cpersona_engine::recall::select::RecallDepth::MAX as u64;
+    if env
+        .get(VAR)
+        .is_some_and(|raw| raw.eq_ignore_ascii_case("off"))
+    {
+        return Ok(None);
+    }
+    let cap = env.int(VAR, default as u64, lo, 100_000_000)?;
+    Ok(Some(usize::try_from(cap).unwrap_or(usize::MAX)))
+}
+
 fn parse_recall(env: &Env) -> Result<RecallSettings> {
     let precision = env.word(
         "CPERSONA_RECALL_PRECISION",
@@ -474,5 +493,6 @@ fn parse_recall(env: &Env) -> Result<RecallSettings> {
         far_seats_enabled: env.boolean("CPERSONA_FAR_SEATS_ENABLED", false)?,
         degraded_advisory: env.boolean("CPERSONA_DEGRADED_ADVISORY", true)?,
         index_stale_warn_share: env.float("CPERSONA_INDEX_STALE_WARN_SHARE", 0.2, 0.0, 1.0)?,
+        lexical_cap: lexical_cap(env)?,
     })
 }

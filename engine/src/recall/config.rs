@@ -37,6 +37,10 @@ pub struct RecallConfig {
     pub precision_beta: f64,
     /// The time cue's loop bounds (used only when a recall carries a cue).
     pub cue: CueConfig,
+    /// The lexical candidate cap: bm25 ranks at most this many matching rows per FTS table
+    /// (the newest; `arms::lexical` says why and reports when it acts). `None` = every match
+    /// (CPersona's behaviour). Default [`RecallConfig::LEXICAL_CAP`]; never below `depth.max`.
+    pub lexical_cap: Option<usize>,
 }
 
 impl RecallConfig {
@@ -52,6 +56,10 @@ impl RecallConfig {
     pub const EXCERPT_CHARS: usize = 800;
     /// `full_content=true` budget: 200,000 characters, CPersona's, about 50K tokens.
     pub const FULL_CONTENT_BUDGET_CHARS: usize = 200_000;
+    /// Lexical candidate cap: 2,000 matching rows per table. Under it the arm is exact (so
+    /// LoCoMo's conversations, a few hundred rows each, rank exactly as uncapped); at 10K rows
+    /// it halved the lexical arm's p50 on the 36-word and Zipf corpora (`benches/recall`).
+    pub const LEXICAL_CAP: usize = 2_000;
 
     /// Checks the values a server could get wrong.
     pub fn validate(&self) -> Result<(), RecallError> {
@@ -70,6 +78,12 @@ impl RecallConfig {
             return Err(RecallError::InvalidSetting {
                 name: "weights",
                 reason: "must be finite and >= 0",
+            });
+        }
+        if self.lexical_cap.is_some_and(|cap| cap < self.depth.max) {
+            return Err(RecallError::InvalidSetting {
+                name: "lexical_cap",
+                reason: "must be off or >= the recall depth maximum",
             });
         }
         let c = self.cue;
@@ -108,6 +122,7 @@ impl Default for RecallConfig {
             report_confidence: true,
             precision_beta: 1.0,
             cue: CueConfig::default(),
+            lexical_cap: Some(RecallConfig::LEXICAL_CAP),
         }
     }
 }

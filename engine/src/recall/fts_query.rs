@@ -54,18 +54,30 @@ pub fn build_match(query: &str) -> Option<FtsMatch> {
     }
     let dropped_terms = terms.len().saturating_sub(MAX_FTS_PHRASES);
     terms.truncate(MAX_FTS_PHRASES);
-    let mut expression = String::with_capacity(terms.iter().map(|t| t.len() + 6).sum());
-    for (i, term) in terms.iter().enumerate() {
-        if i > 0 {
-            expression.push_str(" OR ");
-        }
-        push_phrase(&mut expression, term);
-    }
+    let expression = join_phrases(&terms, " OR ");
     Some(FtsMatch {
         expression,
         terms,
         dropped_terms,
     })
+}
+
+/// `terms` as FTS5 strings joined by `joiner` (`" OR "` or `" AND "`): the one way an
+/// expression is written, so a subset of a query's terms is as safe as the whole.
+pub fn join_phrases<S: AsRef<str>>(terms: &[S], joiner: &str) -> String {
+    let mut expression = String::with_capacity(
+        terms
+            .iter()
+            .map(|t| t.as_ref().len() + joiner.len() + 2)
+            .sum(),
+    );
+    for (i, term) in terms.iter().enumerate() {
+        if i > 0 {
+            expression.push_str(joiner);
+        }
+        push_phrase(&mut expression, term.as_ref());
+    }
+    expression
 }
 
 /// The de-duplicated terms of a query, in first-occurrence order, before any cut.

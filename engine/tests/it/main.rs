@@ -8,6 +8,7 @@ mod common;
 mod cue;
 mod derived;
 mod fuzz;
+mod lexical_cap;
 mod migrations;
 mod portability;
 mod recall;

@@ -72,13 +72,26 @@ pub fn agent_of(group: &str) -> String {
     format!("quality-{group}")
 }
 
-/// Track B through a fresh store in `work` (removed first).
+/// Track B through a fresh store in `work` (removed first), the engine's default settings.
 pub fn track_b(
     ds: &Dataset,
     identity: &EmbedderIdentity,
     doc_vecs: &[Vec<f32>],
     query_vecs: &[Vec<f32>],
     work: &Path,
+) -> Result<Ranked, Error> {
+    let cap = cpersona_engine::recall::RecallConfig::default().lexical_cap;
+    track_b_with_cap(ds, identity, doc_vecs, query_vecs, work, cap)
+}
+
+/// [`track_b`] with the lexical candidate cap set (`None` = off), for before/after runs.
+pub fn track_b_with_cap(
+    ds: &Dataset,
+    identity: &EmbedderIdentity,
+    doc_vecs: &[Vec<f32>],
+    query_vecs: &[Vec<f32>],
+    work: &Path,
+    lexical_cap: Option<usize>,
 ) -> Result<Ranked, Error> {
     let _ = std::fs::remove_dir_all(work);
     std::fs::create_dir_all(work).map_err(|e| Error::io(work, e))?;
@@ -119,6 +132,7 @@ pub fn track_b(
     // is off; the default Recall Depth (50) covers the top 10.
     config.scan_window = config.scan_window.max(ds.docs.len());
     config.recall.gate.enabled = false;
+    config.recall.lexical_cap = lexical_cap;
     let engine = Engine::open(config, embedder)?;
     let started = Instant::now();
     let outcome = engine.import_memories(&ImportRequest {

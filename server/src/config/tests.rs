@@ -256,3 +256,16 @@ fn index_stale_warn_share_is_a_share() {
     let e = err(&[("CPERSONA_INDEX_STALE_WARN_SHARE", "1.5")]);
     assert!(e.starts_with("CPERSONA_INDEX_STALE_WARN_SHARE="), "{e}");
 }
+
+#[test]
+fn lexical_cap_is_off_or_at_least_the_depth_maximum() {
+    assert_eq!(parse(&[]).unwrap().recall.lexical_cap, Some(2_000));
+    let c = parse(&[("CPERSONA_RECALL_LEXICAL_CAP", "off")]).unwrap();
+    assert_eq!(c.recall.lexical_cap, None);
+    let c = parse(&[("CPERSONA_RECALL_LEXICAL_CAP", "500")]).unwrap();
+    assert_eq!(c.recall.lexical_cap, Some(500));
+    for bad in ["99", "0", "many", "-1"] {
+        let e = err(&[("CPERSONA_RECALL_LEXICAL_CAP", bad)]);
+        assert!(e.starts_with("CPERSONA_RECALL_LEXICAL_CAP="), "{bad}: {e}");
+    }
+}
