@@ -73,6 +73,9 @@ pub struct RecallQuery {
     /// (UTC ms); `None` = the system clock.
     /// Injected by tests and the TMD harness, whose "now" is the corpus's last day.
     pub now_ms: Option<i64>,
+    /// The caller's session (CPersona's `session_key`): a paused session gives no recall
+    /// credit (`recall_credit.rs`).
+    pub session_key: String,
 }
 
 /// Milliseconds spent per stage.
@@ -323,7 +326,16 @@ impl Engine {
     /// `recall`: embeds the query, runs the vector and lexical arms in the caller's scope,
     /// then depth → fusion → gate → count cut → hydration → shape. An embedder failure
     /// degrades to the lexical arms with an advisory; a blank query is the recency listing.
+    /// The memories returned are then credited (`recall_count + 1`, `recall_credit.rs`).
     pub fn recall(&self, q: &RecallQuery) -> Result<RecallResult> {
+        let mut result = self.recall_pass(q)?;
+        self.credit_recall(q, &mut result);
+        Ok(result)
+    }
+
+    /// One recall without the credit: for passes whose rows are not what the caller is
+    /// handed (the propagation seat's deeper pass, reconstruct's candidate pool).
+    pub(crate) fn recall_pass(&self, q: &RecallQuery) -> Result<RecallResult> {
         let recall_started = Instant::now();
         let config = self.config.recall;
         let depth = config.depth.per_arm();

@@ -211,7 +211,7 @@ impl Engine {
             ..q.clone()
         };
         DEEPER.with(|d| d.set(true));
-        let deeper = self.recall(&deeper_query);
+        let deeper = self.recall_pass(&deeper_query);
         DEEPER.with(|d| d.set(false));
         let mut deeper = deeper?.response.messages;
         deeper.reverse(); // best first

@@ -11,6 +11,7 @@ mod fuzz;
 mod migrations;
 mod portability;
 mod recall;
+mod recall_credit;
 mod recall_gaps;
 mod trace;
 mod write_path;
