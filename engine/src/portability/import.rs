@@ -9,6 +9,7 @@ use rusqlite::{Transaction, params};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+use super::assoc::{self, Pending};
 use crate::engine::{Engine, VectorTarget};
 use crate::error::{Error, Result};
 use crate::persistence::NoPersist;
@@ -53,6 +54,16 @@ pub struct ImportOutcome {
     pub embedded_rows: usize,
     /// Imported rows queued for embedding (no vector, or one the store cannot take).
     pub queued_embeddings: usize,
+    /// Association entities written (`_type: "entity"` lines; absent when none).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub imported_entities: usize,
+    /// Association relations written (`_type: "relation"` lines; absent when none).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub imported_relations: usize,
+    /// Mentions and relations dropped because a row or entity they name is not in the file
+    /// (each listed in `errors`).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub dropped_associations: usize,
     /// Per-row problems (at most [`MAX_LISTED_ERRORS`]).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub errors: Vec<String>,
@@ -69,19 +80,19 @@ fn is_zero(n: &usize) -> bool {
 }
 
 /// Axes shared by memories and episodes.
-struct Axes {
-    agent_id: String,
-    project_id: String,
-    channel: String,
+pub(super) struct Axes {
+    pub(super) agent_id: String,
+    pub(super) project_id: String,
+    pub(super) channel: String,
 }
 
 /// A vector to store, or why the row is queued instead.
-enum Embedding {
+pub(super) enum Embedding {
     Blob(Vec<u8>),
     Queue(String),
 }
 
-enum Record {
+pub(super) enum Record {
     Memory {
         axes: Axes,
         msg_id: String,
@@ -149,14 +160,21 @@ impl Engine {
             dry_run: req.dry_run,
             ..Default::default()
         };
-        let records = self.parse(&text, &req.target_agent_id, &mut outcome)?;
+        let mut pending = Pending::default();
+        let records = self.parse(&text, &req.target_agent_id, &mut outcome, &mut pending)?;
         let target = (self.vector_target(), self.config.embedding_format);
         if req.dry_run {
-            self.write_dry(|tx| apply(tx, &records, &target, &mut outcome))?;
+            self.write_dry(|tx| {
+                apply(tx, &records, &target, &mut outcome)?;
+                assoc::apply(tx, &pending, &records, &mut outcome)
+            })?;
         } else {
             for batch in records.chunks(self.config.import_batch_rows) {
                 let bulk_min = self.config.import_bulk_min_rows;
                 self.write(|tx| apply_batch(tx, batch, &target, bulk_min, &mut outcome))?;
+            }
+            if !pending.is_empty() {
+                self.write(|tx| assoc::apply(tx, &pending, &records, &mut outcome))?;
             }
         }
         Ok(outcome)
@@ -169,11 +187,13 @@ impl Engine {
         text: &str,
         target_agent: &str,
         outcome: &mut ImportOutcome,
+        pending: &mut Pending,
     ) -> Result<Vec<Record>> {
         let target = self.vector_target();
         let mut records = Vec::new();
         let mut header: Option<Map<String, Value>> = None;
         let (mut n_memories, mut n_episodes, mut n_profiles) = (0usize, 0usize, 0usize);
+        let (mut n_entities, mut n_relations) = (0usize, 0usize);
         let mut dim_note: Option<(String, usize)> = None;
         for (idx, line) in text.lines().enumerate() {
             let line_no = idx + 1;
@@ -217,11 +237,45 @@ impl Engine {
                     n_profiles += 1;
                     self.profile_record(&obj, target_agent)
                 }
+                "entity" | "relation" => {
+                    let parsed = if kind == "entity" {
+                        n_entities += 1;
+                        assoc::entity_line(&obj, line_no, target_agent)
+                            .map(|e| pending.entities.push(e))
+                    } else {
+                        n_relations += 1;
+                        assoc::relation_line(&obj, line_no, target_agent)
+                            .map(|r| pending.relations.push(r))
+                    };
+                    match parsed {
+                        Ok(()) => {}
+                        Err(err) if err.is_user_error() => {
+                            outcome.dropped_associations += 1;
+                            note(outcome, format!("line {line_no}: {err}"));
+                        }
+                        Err(err) => return Err(err),
+                    }
+                    continue;
+                }
                 "header" => return Err(malformed("a second header".into())),
                 other => return Err(malformed(format!("unknown _type {other:?}"))),
             };
             match row {
-                Ok(record) => records.push(record),
+                Ok(record) => {
+                    // The exported id, so association lines can name this row.
+                    if let Some(old) = obj.get("id").and_then(Value::as_i64) {
+                        match record {
+                            Record::Memory { .. } => {
+                                pending.memory_records.insert(old, records.len())
+                            }
+                            Record::Episode { .. } => {
+                                pending.episode_records.insert(old, records.len())
+                            }
+                            Record::Profile { .. } => None,
+                        };
+                    }
+                    records.push(record);
+                }
                 Err(err) if err.is_user_error() => {
                     match kind.as_str() {
                         "memory" => outcome.skipped_memories += 1,
@@ -244,6 +298,8 @@ impl Engine {
             ("memory_count", count("memory_count"), n_memories),
             ("episode_count", count("episode_count"), n_episodes),
             ("profile_count", count("profile_count"), n_profiles),
+            ("entity_count", count("entity_count"), n_entities),
+            ("relation_count", count("relation_count"), n_relations),
         ];
         for (key, declared, found) in declared {
             if let Some(declared) = declared.filter(|d| *d != found) {
@@ -382,7 +438,7 @@ impl Engine {
     }
 }
 
-fn note(outcome: &mut ImportOutcome, message: String) {
+pub(super) fn note(outcome: &mut ImportOutcome, message: String) {
     if outcome.errors.len() < MAX_LISTED_ERRORS {
         outcome.errors.push(message);
     } else {
@@ -395,6 +451,15 @@ fn string(obj: &Map<String, Value>, key: &str) -> String {
         .and_then(Value::as_str)
         .unwrap_or("")
         .to_owned()
+}
+
+/// The axes of an association line, as `(agent, project, channel)`.
+pub(super) fn axes_of(
+    obj: &Map<String, Value>,
+    target_agent: &str,
+) -> Result<(String, String, String)> {
+    let a = axes(obj, target_agent)?;
+    Ok((a.agent_id, a.project_id, a.channel))
 }
 
 fn axes(obj: &Map<String, Value>, target_agent: &str) -> Result<Axes> {

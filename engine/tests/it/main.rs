@@ -10,6 +10,7 @@ mod derived;
 mod fuzz;
 mod migrations;
 mod portability;
+mod portability_assoc;
 mod recall;
 mod recall_credit;
 mod recall_gaps;
