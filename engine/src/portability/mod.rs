@@ -7,6 +7,7 @@
 mod assoc;
 mod bulk;
 mod export;
+mod fields;
 mod import;
 mod merge;
 
