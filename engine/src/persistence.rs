@@ -122,7 +122,7 @@ impl Engine {
         })
     }
 
-    fn pause_expiry(&self, session_key: &str) -> Option<i64> {
+    pub(crate) fn pause_expiry(&self, session_key: &str) -> Option<i64> {
         let mut pauses = lock(&self.pauses);
         let expires = *pauses.get(session_key)?;
         if expires <= now_ms() {

@@ -7,7 +7,6 @@ use std::time::Instant;
 
 use rusqlite::types::Value;
 use rusqlite::{Connection, OptionalExtension};
-use serde::Serialize;
 
 use crate::arms::envelope::{self, QueryVector};
 use crate::arms::{lexical, vector};
@@ -18,11 +17,11 @@ use crate::recall::contents::{
 };
 use crate::recall::cue::{Resolution, TimeCue};
 use crate::recall::deliberate::{self, CueResponse, LoopReport};
-use crate::recall::filters::{FilterReport, RowFilters};
+use crate::recall::filters::RowFilters;
 use crate::recall::gate::GateInput;
-use crate::recall::pipeline::{CuePlan, RecallStages};
+use crate::recall::pipeline::CuePlan;
 use crate::recall::prior::{CuePrior, Prior, PriorRow};
-use crate::recall::{Arm, ArmList, RecallRequest, RecallResponse, Ref, RefKind, run_cued};
+use crate::recall::{Arm, ArmList, RecallRequest, Ref, RefKind, run_cued};
 use crate::recall_facts::{ConfidenceContext, row_facts};
 use crate::scope::Scope;
 
@@ -40,90 +39,8 @@ pub const POOL_COUNT_CAP: usize = 1_000;
 /// Rows sampled per agent for a calibration, newest first.
 pub const CALIBRATION_SAMPLE_ROWS: usize = 5_000;
 
-/// A recall as an agent asks it (CPersona's `recall` arguments this engine serves).
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct RecallQuery {
-    /// The agent (required; `""` matches nothing).
-    pub agent_id: String,
-    /// `None` = no project filter, `""` = global pool, `X` = X plus the global pool.
-    pub project_id: Option<String>,
-    /// `None`/`""` = no channel filter, `X` = X plus channel-less rows.
-    pub channel: Option<String>,
-    /// The query; blank = the recency listing.
-    pub query: String,
-    /// Rows returned at most.
-    pub limit: usize,
-    /// Halves the gate.
-    pub deep: bool,
-    /// Whole rows within the full-content budget.
-    pub full_content: bool,
-    /// Return what each stage saw.
-    pub trace: bool,
-    /// Contents to leave out (CPersona's `exclude_contents`), applied before the count cut.
-    pub exclude_contents: Vec<String>,
-    /// Prefix of `source.id` a memory must carry; `""` = any (episodes are then skipped
-    /// unless a channel is named).
-    pub source_id: String,
-    /// Vector hits below this cosine are dropped before fusion; `None` = no floor.
-    pub min_similarity: Option<f64>,
-    /// The caller's time cue: a prior on the answer's order plus held places, never a
-    /// filter. `None` = free recall, byte for byte.
-    pub time_cue: Option<TimeCue>,
-    /// The clock a relative cue is resolved against and confidence measures ages against
-    /// (UTC ms); `None` = the system clock.
-    /// Injected by tests and the TMD harness, whose "now" is the corpus's last day.
-    pub now_ms: Option<i64>,
-    /// This pass's Recall Depth per arm (the propagation seat's deeper ranking asks 100);
-    /// `None` = the configured one. Held within the configured floor and maximum.
-    pub depth: Option<usize>,
-}
-
-/// Milliseconds spent per stage.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
-pub struct RecallTimings {
-    /// Embedding the query.
-    pub embed_ms: f64,
-    /// The vector arm (generation + live tail).
-    pub vector_ms: f64,
-    /// The lexical arms.
-    pub lexical_ms: f64,
-    /// Depth, fusion, gate, count cut and shaping (hydration excluded).
-    pub fusion_ms: f64,
-    /// Reading the kept rows.
-    pub hydrate_ms: f64,
-    /// Counting the pool in scope and reading the calibration (the gate's inputs).
-    pub gate_input_ms: f64,
-}
-
-/// A recall's answer: the response body plus what degraded, and the trace when asked.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct RecallResult {
-    /// The response body.
-    pub response: RecallResponse,
-    /// What the agent should know (embedder down, bounds that cut, etc.).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub advisories: Vec<String>,
-    /// How the vector arm ran (generation used, tail size, window cut).
-    pub vector: VectorReport,
-    /// True when the memories arm came from the keyword pass.
-    pub keyword_fallback: bool,
-    /// The FTS tables on which the lexical candidate cap acted (each also in `advisories`).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub lexical_capped: Vec<lexical::CapActed>,
-    /// The stages, when `trace`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub stages: Option<RecallStages>,
-    /// Time per stage.
-    pub timings: RecallTimings,
-    /// Hits the caller's filters removed before fusion.
-    pub filtered: FilterReport,
-    /// What the trace needs beyond the stages (`crate::trace`), when `trace`.
-    #[serde(skip)]
-    pub capture: Option<Box<crate::trace::Capture>>,
-    /// The query's vector, when the vector arm ran (reconstruct ranks blocks with it).
-    #[serde(skip)]
-    pub query_vector: Option<Vec<f32>>,
-}
+mod types;
+pub use types::{CalibrationOutcome, RecallQuery, RecallResult, RecallTimings};
 
 /// The cue's part of one recall: the plan (absent when the cue was ignored), the response
 /// block and the loop's trace.
@@ -141,15 +58,6 @@ impl Cued {
             report: None,
         }
     }
-}
-
-/// A stored calibration and where it came from.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct CalibrationOutcome {
-    /// The agent calibrated.
-    pub agent_id: String,
-    /// The calibration.
-    pub calibration: crate::recall::calibrate::Calibration,
 }
 
 fn ms(since: Instant) -> f64 {
@@ -343,7 +251,16 @@ impl Engine {
     /// `recall`: embeds the query, runs the vector and lexical arms in the caller's scope,
     /// then depth → fusion → gate → count cut → hydration → shape. An embedder failure
     /// degrades to the lexical arms with an advisory; a blank query is the recency listing.
+    /// The memories returned are then credited (`recall_count + 1`, `recall_credit.rs`).
     pub fn recall(&self, q: &RecallQuery) -> Result<RecallResult> {
+        let mut result = self.recall_pass(q)?;
+        self.credit_recall(q, &mut result);
+        Ok(result)
+    }
+
+    /// One recall without the credit: for passes whose rows are not what the caller is
+    /// handed (the propagation seat's deeper pass, reconstruct's candidate pool).
+    pub(crate) fn recall_pass(&self, q: &RecallQuery) -> Result<RecallResult> {
         let recall_started = Instant::now();
         let mut config = self.config.recall;
         if let Some(depth) = q.depth {

@@ -345,7 +345,7 @@ impl Engine {
         let window = window::resolve_with(&config, req.count, mutation);
         let top_k = candidate_limit_with(&config, req.top_k, window.effective, mutation);
         let started = Instant::now();
-        let recall = self.recall(&RecallQuery {
+        let recall = self.recall_pass(&RecallQuery {
             agent_id: req.agent_id.clone(),
             project_id: req.project_id.clone(),
             channel: req.channel.clone(),

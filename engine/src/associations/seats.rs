@@ -214,7 +214,7 @@ impl Engine {
             ..q.clone()
         };
         DEEPER.with(|d| d.set(true));
-        let deeper = self.recall(&deeper_query);
+        let deeper = self.recall_pass(&deeper_query);
         DEEPER.with(|d| d.set(false));
         let deeper = deeper?.response;
         let deeper_depth = deeper.depth.unwrap_or(deeper_query.limit);

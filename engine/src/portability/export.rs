@@ -37,6 +37,16 @@ pub struct ExportOutcome {
     pub episodes: usize,
     /// Profiles written.
     pub profiles: usize,
+    /// Association entities written (`_type: "entity"`; absent when none).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub entities: usize,
+    /// Association relations written (`_type: "relation"`; absent when none).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub relations: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 impl Engine {
@@ -51,7 +61,7 @@ impl Engine {
             conn.execute_batch("ROLLBACK")?;
             res
         })?;
-        let (memories, episodes, profiles, body) = lines;
+        let (memories, episodes, profiles, entities, relations, body) = lines;
         let header = json!({
             "_type": "header",
             "version": super::EXPORT_VERSION,
@@ -62,6 +72,15 @@ impl Engine {
             "has_profile": profiles > 0,
             "profile_count": profiles,
         });
+        // Only a file that holds associations names their counts: without any, the header
+        // is CPersona's own, key for key.
+        let mut header = header;
+        if entities + relations > 0
+            && let Value::Object(map) = &mut header
+        {
+            map.insert("entity_count".into(), json!(entities));
+            map.insert("relation_count".into(), json!(relations));
+        }
         let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
         let write = || -> Result<()> {
             let file = std::fs::File::create(&tmp)?;
@@ -85,11 +104,14 @@ impl Engine {
             memories,
             episodes,
             profiles,
+            entities,
+            relations,
         })
     }
 }
 
-type Snapshot = (usize, usize, usize, Vec<Value>);
+/// Memories, episodes, profiles, entities, relations, and the lines.
+type Snapshot = (usize, usize, usize, usize, usize, Vec<Value>);
 
 fn snapshot_lines(
     conn: &rusqlite::Connection,
@@ -186,7 +208,16 @@ fn snapshot_lines(
         }));
         n_profiles += 1;
     }
-    Ok((n_memories, n_episodes, n_profiles, body))
+    let (n_entities, n_relations, assoc_lines) = super::assoc::export_lines(conn, pred, values)?;
+    body.extend(assoc_lines);
+    Ok((
+        n_memories,
+        n_episodes,
+        n_profiles,
+        n_entities,
+        n_relations,
+        body,
+    ))
 }
 
 /// Adds `embedding_b64` (always little-endian f32, CPersona's format) and `embedding_model`.

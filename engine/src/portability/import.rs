@@ -9,6 +9,9 @@ use rusqlite::{Transaction, params};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+use super::assoc::{self, Pending};
+use super::fields::{axes, flag, json_text, optional_instant, string};
+pub(super) use super::fields::{axes_of, note};
 use crate::engine::{Engine, VectorTarget};
 use crate::error::{Error, Result};
 use crate::persistence::NoPersist;
@@ -53,6 +56,16 @@ pub struct ImportOutcome {
     pub embedded_rows: usize,
     /// Imported rows queued for embedding (no vector, or one the store cannot take).
     pub queued_embeddings: usize,
+    /// Association entities written (`_type: "entity"` lines; absent when none).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub imported_entities: usize,
+    /// Association relations written (`_type: "relation"` lines; absent when none).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub imported_relations: usize,
+    /// Mentions and relations dropped because a row or entity they name is not in the file
+    /// (each listed in `errors`).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub dropped_associations: usize,
     /// Per-row problems (at most [`MAX_LISTED_ERRORS`]).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub errors: Vec<String>,
@@ -69,19 +82,19 @@ fn is_zero(n: &usize) -> bool {
 }
 
 /// Axes shared by memories and episodes.
-struct Axes {
-    agent_id: String,
-    project_id: String,
-    channel: String,
+pub(super) struct Axes {
+    pub(super) agent_id: String,
+    pub(super) project_id: String,
+    pub(super) channel: String,
 }
 
 /// A vector to store, or why the row is queued instead.
-enum Embedding {
+pub(super) enum Embedding {
     Blob(Vec<u8>),
     Queue(String),
 }
 
-enum Record {
+pub(super) enum Record {
     Memory {
         axes: Axes,
         msg_id: String,
@@ -149,14 +162,21 @@ impl Engine {
             dry_run: req.dry_run,
             ..Default::default()
         };
-        let records = self.parse(&text, &req.target_agent_id, &mut outcome)?;
+        let mut pending = Pending::default();
+        let records = self.parse(&text, &req.target_agent_id, &mut outcome, &mut pending)?;
         let target = (self.vector_target(), self.config.embedding_format);
         if req.dry_run {
-            self.write_dry(|tx| apply(tx, &records, &target, &mut outcome))?;
+            self.write_dry(|tx| {
+                apply(tx, &records, &target, &mut outcome)?;
+                assoc::apply(tx, &pending, &records, &mut outcome)
+            })?;
         } else {
             for batch in records.chunks(self.config.import_batch_rows) {
                 let bulk_min = self.config.import_bulk_min_rows;
                 self.write(|tx| apply_batch(tx, batch, &target, bulk_min, &mut outcome))?;
+            }
+            if !pending.is_empty() {
+                self.write(|tx| assoc::apply(tx, &pending, &records, &mut outcome))?;
             }
         }
         Ok(outcome)
@@ -169,11 +189,13 @@ impl Engine {
         text: &str,
         target_agent: &str,
         outcome: &mut ImportOutcome,
+        pending: &mut Pending,
     ) -> Result<Vec<Record>> {
         let target = self.vector_target();
         let mut records = Vec::new();
         let mut header: Option<Map<String, Value>> = None;
         let (mut n_memories, mut n_episodes, mut n_profiles) = (0usize, 0usize, 0usize);
+        let (mut n_entities, mut n_relations) = (0usize, 0usize);
         let mut dim_note: Option<(String, usize)> = None;
         for (idx, line) in text.lines().enumerate() {
             let line_no = idx + 1;
@@ -217,11 +239,45 @@ impl Engine {
                     n_profiles += 1;
                     self.profile_record(&obj, target_agent)
                 }
+                "entity" | "relation" => {
+                    let parsed = if kind == "entity" {
+                        n_entities += 1;
+                        assoc::entity_line(&obj, line_no, target_agent)
+                            .map(|e| pending.entities.push(e))
+                    } else {
+                        n_relations += 1;
+                        assoc::relation_line(&obj, line_no, target_agent)
+                            .map(|r| pending.relations.push(r))
+                    };
+                    match parsed {
+                        Ok(()) => {}
+                        Err(err) if err.is_user_error() => {
+                            outcome.dropped_associations += 1;
+                            note(outcome, format!("line {line_no}: {err}"));
+                        }
+                        Err(err) => return Err(err),
+                    }
+                    continue;
+                }
                 "header" => return Err(malformed("a second header".into())),
                 other => return Err(malformed(format!("unknown _type {other:?}"))),
             };
             match row {
-                Ok(record) => records.push(record),
+                Ok(record) => {
+                    // The exported id, so association lines can name this row.
+                    if let Some(old) = obj.get("id").and_then(Value::as_i64) {
+                        match record {
+                            Record::Memory { .. } => {
+                                pending.memory_records.insert(old, records.len())
+                            }
+                            Record::Episode { .. } => {
+                                pending.episode_records.insert(old, records.len())
+                            }
+                            Record::Profile { .. } => None,
+                        };
+                    }
+                    records.push(record);
+                }
                 Err(err) if err.is_user_error() => {
                     match kind.as_str() {
                         "memory" => outcome.skipped_memories += 1,
@@ -244,6 +300,8 @@ impl Engine {
             ("memory_count", count("memory_count"), n_memories),
             ("episode_count", count("episode_count"), n_episodes),
             ("profile_count", count("profile_count"), n_profiles),
+            ("entity_count", count("entity_count"), n_entities),
+            ("relation_count", count("relation_count"), n_relations),
         ];
         for (key, declared, found) in declared {
             if let Some(declared) = declared.filter(|d| *d != found) {
@@ -379,65 +437,6 @@ impl Engine {
             Ok(blob) => Embedding::Blob(blob),
             Err(err) => refuse(err.to_string()),
         }
-    }
-}
-
-fn note(outcome: &mut ImportOutcome, message: String) {
-    if outcome.errors.len() < MAX_LISTED_ERRORS {
-        outcome.errors.push(message);
-    } else {
-        outcome.errors_omitted += 1;
-    }
-}
-
-fn string(obj: &Map<String, Value>, key: &str) -> String {
-    obj.get(key)
-        .and_then(Value::as_str)
-        .unwrap_or("")
-        .to_owned()
-}
-
-fn axes(obj: &Map<String, Value>, target_agent: &str) -> Result<Axes> {
-    let agent_id = if target_agent.is_empty() {
-        string(obj, "agent_id")
-    } else {
-        target_agent.to_owned()
-    };
-    crate::text::check_agent(&agent_id)?;
-    let project_id = string(obj, "project_id");
-    check_key("project_id", &project_id)?;
-    let channel = string(obj, "channel");
-    check_key("channel", &channel)?;
-    Ok(Axes {
-        agent_id,
-        project_id,
-        channel,
-    })
-}
-
-/// CPersona writes flags as booleans or 0/1 integers.
-fn flag(value: Option<&Value>) -> bool {
-    match value {
-        Some(Value::Bool(b)) => *b,
-        Some(Value::Number(n)) => n.as_i64().is_some_and(|n| n != 0),
-        _ => false,
-    }
-}
-
-/// `source` / `metadata` arrive as objects or as JSON text; stored as JSON text.
-fn json_text(value: Option<&Value>, default: &str) -> String {
-    match value {
-        None | Some(Value::Null) => default.to_owned(),
-        Some(Value::String(text)) if serde_json::from_str::<Value>(text).is_ok() => text.clone(),
-        Some(other) => other.to_string(),
-    }
-}
-
-/// An optional timestamp field (CPersona's `created_at` is naive UTC text).
-fn optional_instant(obj: &Map<String, Value>, key: &str) -> Result<Option<i64>> {
-    match obj.get(key).and_then(Value::as_str) {
-        Some(text) if !text.is_empty() => Ok(Some(parse_iso8601_ms(text)?)),
-        _ => Ok(None),
     }
 }
 

@@ -1,10 +1,13 @@
 //! Portability: `export_memories` / `import_memories` in CPersona's JSONL format
 //! (`cpersona-export/1.0`), so a CPersona user can bring their memories, and
 //! `merge_memories` between agents. Imports are idempotent (dedup on the exact bucket), and
-//! a malformed file writes nothing.
+//! a malformed file writes nothing. Declared associations travel as `entity` / `relation`
+//! lines (`assoc`), which CPersona's importer passes over.
 
+mod assoc;
 mod bulk;
 mod export;
+mod fields;
 mod import;
 mod merge;
 

@@ -51,9 +51,21 @@ fn query(text: &str, limit: usize) -> RecallQuery {
         query: text.into(),
         limit,
         trace: true,
+        session_key: COMPARE.into(),
         ..RecallQuery::default()
     }
 }
+
+/// A recall credits the memories it returns (`recall_count`, which the confidence report
+/// reads), so a second recall on the same store sees other confidence inputs than the first.
+/// The replay tests compare a replay of the first recall's trace with a second recall: they
+/// pause `engine` for the queries' session, and a paused session gives no credit, so both
+/// recalls read the store as the corpus left it.
+fn without_credit(engine: &Engine) {
+    engine.pause_persistence(Some(3_600), COMPARE);
+}
+
+const COMPARE: &str = "compare";
 
 fn engine_with_depth(f: &Fixture, depth: usize) -> Engine {
     let mut config = EngineConfig::new(f.dir.path().join("store.db"));
@@ -132,6 +144,7 @@ fn a_trace_without_trace_is_none_and_holds_no_embedding() {
 fn replay_with_a_smaller_depth_equals_a_recall_at_that_depth() {
     let f = fixture();
     corpus(&f);
+    without_credit(&f.engine);
     let deep = f.engine.recall(&query("apple river stone", 10)).unwrap();
     let trace = saved(&deep);
     let shallow = engine_with_depth(&f, 3)
@@ -165,6 +178,7 @@ fn replay_beyond_the_fetched_depth_says_the_arms_must_be_rerun() {
 fn replay_with_a_larger_limit_equals_a_recall_with_it() {
     let f = fixture();
     corpus(&f);
+    without_credit(&f.engine);
     let small = f.engine.recall(&query("meadow violet", 2)).unwrap();
     let large = f.engine.recall(&query("meadow violet", 12)).unwrap();
     let out = replay(&saved(&small), &set(&["limit=12"])).unwrap();

@@ -73,6 +73,7 @@ pub(crate) fn recall_args(backend: &EngineBackend, args: wire::RecallArgs) -> To
         time_cue,
         exclude_contents: args.exclude_contents,
         source_id: args.source_id,
+        session_key: args.session_key,
         ..RecallQuery::default()
     };
     recall(backend, query)
@@ -94,6 +95,7 @@ pub(crate) fn recall_with_context(
         full_content: args.full_content,
         trace: false,
         source_id: args.source_id,
+        session_key: args.session_key,
         ..RecallQuery::default()
     };
     let mut body = recall(backend, query)?;

@@ -1,0 +1,65 @@
+//! The recall-count bump (CPersona 2.5 §5.8): after a recall that returned memory rows, each
+//! returned memory gets `recall_count + 1` and `last_recalled_at_ms = now`, which the
+//! confidence report reads on later recalls.
+//!
+//! It runs only when confidence is on, the recall is not `deep`, the gate did not fall back
+//! (rescued rows get no credit) and persistence is not paused for the caller's session. It
+//! must never fail the recall (a failure becomes an advisory), never touch another agent's
+//! rows (the UPDATE is keyed by the caller's agent as well as the ids), and never enter the
+//! change log: `memories_log_au` fires only on content/vector columns, so a bump leaves index
+//! generations and the live tail as they were.
+
+use rusqlite::types::Value;
+
+use crate::engine::Engine;
+use crate::error::Result;
+use crate::recall::RefKind;
+use crate::recall_engine::{RecallQuery, RecallResult};
+
+/// True when this recall gives no credit (confidence off, deep, gate fallback, paused).
+fn skipped(engine: &Engine, q: &RecallQuery, result: &RecallResult) -> bool {
+    !engine.config.recall.report_confidence
+        || q.deep
+        || result.response.gate_fallback
+        || engine.pause_expiry(&q.session_key).is_some()
+}
+
+impl Engine {
+    /// Credits the memories `result` returned; reports a failure as an advisory on `result`.
+    pub(crate) fn credit_recall(&self, q: &RecallQuery, result: &mut RecallResult) {
+        if skipped(self, q, result) {
+            return;
+        }
+        let ids: Vec<i64> = result
+            .response
+            .messages
+            .iter()
+            .filter(|m| m.r#ref.kind == RefKind::Mem)
+            .map(|m| m.r#ref.id)
+            .collect();
+        if ids.is_empty() {
+            return;
+        }
+        let now = q.now_ms.unwrap_or_else(crate::time::now_ms);
+        if let Err(err) = self.bump(&q.agent_id, &ids, now) {
+            result.advisories.push(format!(
+                "recall count not updated ({err}); the recall is unaffected"
+            ));
+        }
+    }
+
+    fn bump(&self, agent_id: &str, ids: &[i64], now_ms: i64) -> Result<usize> {
+        let marks = vec!["?"; ids.len()].join(",");
+        let mut params = vec![Value::Integer(now_ms), Value::Text(agent_id.to_owned())];
+        params.extend(ids.iter().map(|&id| Value::Integer(id)));
+        self.write(|tx| {
+            Ok(tx.execute(
+                &format!(
+                    "UPDATE memories SET recall_count = recall_count + 1, \
+                     last_recalled_at_ms = ? WHERE agent_id = ? AND id IN ({marks})"
+                ),
+                rusqlite::params_from_iter(params),
+            )?)
+        })
+    }
+}
