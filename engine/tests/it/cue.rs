@@ -227,9 +227,20 @@ fn a_cued_trace_replays_to_the_same_response_and_cue_off_to_free_recall() {
         json!({"after": "2023-02-20", "before": "2023-02-27", "confidence": "sure"}),
         json!({"ago": {"unit": "days", "value": 0}, "confidence": "sure"}),
     ];
+    // The free recall below is compared with a replay of the cued one's trace: both run in a
+    // paused session, which gives no recall credit, so neither reads the other's credit in its
+    // confidence objects.
+    f.engine.pause_persistence(Some(3_600), "compare");
+    let in_session = |mut rq: RecallQuery| {
+        rq.session_key = "compare".into();
+        rq
+    };
     for (i, cue) in cues.into_iter().enumerate() {
         for (q, limit) in [("lanterns stones", 3), ("garden note", 5)] {
-            let with = f.engine.recall(&cued(q, limit, Some(cue.clone()))).unwrap();
+            let with = f
+                .engine
+                .recall(&in_session(cued(q, limit, Some(cue.clone()))))
+                .unwrap();
             let trace = saved(&with);
             let out = replay(&trace, &ReplayChanges::default()).unwrap();
             assert_eq!(
@@ -242,7 +253,7 @@ fn a_cued_trace_replays_to_the_same_response_and_cue_off_to_free_recall() {
                 assert!(trace.cue.is_some(), "cue {i}: the plan is saved");
             }
             // cue=off replays the free recall of the same query.
-            let free = f.engine.recall(&cued(q, limit, None)).unwrap();
+            let free = f.engine.recall(&in_session(cued(q, limit, None))).unwrap();
             let off = replay(&trace, &ReplayChanges::parse_all(["cue=off"]).unwrap()).unwrap();
             assert_eq!(
                 serde_json::to_string(&off.response).unwrap(),

@@ -210,9 +210,17 @@ fn under_the_cap_results_are_identical_to_uncapped() {
     }
     let on = engine_with_cap(&f, Some(A_ROWS));
     let off = engine_with_cap(&f, None);
+    // Both recalls run in a paused session, which gives no recall credit, so the second does
+    // not read the first one's credit in its confidence objects.
+    on.pause_persistence(Some(3_600), "compare");
+    off.pause_persistence(Some(3_600), "compare");
+    let in_session = |text: &str| RecallQuery {
+        session_key: "compare".into(),
+        ..query(text)
+    };
     for q in ["harbor", "quartz harbor", "copper"] {
-        let a = on.recall(&query(q)).unwrap();
-        let b = off.recall(&query(q)).unwrap();
+        let a = on.recall(&in_session(q)).unwrap();
+        let b = off.recall(&in_session(q)).unwrap();
         assert!(a.lexical_capped.is_empty());
         assert_eq!(
             serde_json::to_value(&a.response).unwrap(),
