@@ -4,6 +4,7 @@
 //! a malformed file writes nothing. Declared associations travel as `entity` / `relation`
 //! lines (`assoc`), which CPersona's importer passes over.
 
+mod apply;
 mod assoc;
 mod bulk;
 mod export;
