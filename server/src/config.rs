@@ -203,8 +203,9 @@ pub struct RecallSettings {
     /// `check_health` warns when a table's live tail exceeds this share of its generation's
     /// rows (`CPERSONA_INDEX_STALE_WARN_SHARE`, 0..=1; 0 warns on any live tail).
     pub index_stale_warn_share: f64,
-    /// bm25 ranks at most this many matching rows per FTS table, the newest; `None` = every
-    /// match (`CPERSONA_RECALL_LEXICAL_CAP`: `off`, or 100..=100,000,000; default 2,000).
+    /// bm25 ranks at most this many matching rows per FTS table (over it, the rows holding
+    /// the rarest terms); `None` = every match (`CPERSONA_RECALL_LEXICAL_CAP`: `off`, or
+    /// 100..=100,000,000; default 100).
     pub lexical_cap: Option<usize>,
 }
 

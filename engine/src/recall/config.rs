@@ -56,10 +56,15 @@ impl RecallConfig {
     pub const EXCERPT_CHARS: usize = 800;
     /// `full_content=true` budget: 200,000 characters, CPersona's, about 50K tokens.
     pub const FULL_CONTENT_BUDGET_CHARS: usize = 200_000;
-    /// Lexical candidate cap: 2,000 matching rows per table. Under it the arm is exact (so
-    /// LoCoMo's conversations, a few hundred rows each, rank exactly as uncapped); at 10K rows
-    /// it halved the lexical arm's p50 on the 36-word and Zipf corpora (`benches/recall`).
-    pub const LEXICAL_CAP: usize = 2_000;
+    /// Lexical candidate cap: 100 matching rows per table (the smallest the Recall Depth
+    /// maximum allows). Under it the arm is exact; over it bm25 ranks the rows holding the
+    /// rarest query terms. Chosen on quality, not only speed: on the whole of LoCoMo and TMD
+    /// (Track B NDCG@10, one run each, `scale/RESULTS.md`) cap 100 vs off moved MiniLM
+    /// 31.09 → 36.28 and 8.20 → 9.42, hash 28.19 → 34.19 and 8.05 → 9.84 (every LoCoMo
+    /// subtask up; 500 sat between), because common words no longer outvote rare ones; it
+    /// also halves the lexical arm at 10K rows (`benches/recall`). It costs where a corpus
+    /// carries dates as words (TMD with the date in the text: 14.37 → 12.30 with MiniLM).
+    pub const LEXICAL_CAP: usize = 100;
 
     /// Checks the values a server could get wrong.
     pub fn validate(&self) -> Result<(), RecallError> {

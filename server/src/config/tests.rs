@@ -259,7 +259,7 @@ fn index_stale_warn_share_is_a_share() {
 
 #[test]
 fn lexical_cap_is_off_or_at_least_the_depth_maximum() {
-    assert_eq!(parse(&[]).unwrap().recall.lexical_cap, Some(2_000));
+    assert_eq!(parse(&[]).unwrap().recall.lexical_cap, Some(100));
     let c = parse(&[("CPERSONA_RECALL_LEXICAL_CAP", "off")]).unwrap();
     assert_eq!(c.recall.lexical_cap, None);
     let c = parse(&[("CPERSONA_RECALL_LEXICAL_CAP", "500")]).unwrap();
