@@ -9,7 +9,7 @@
 //! Run: `cargo bench --workspace --profile=dev --bench recall` (the dev profile keeps the
 //! engine at opt-level 0; absolute times are pessimistic, ratios within one run hold).
 //! Knobs (read here, never by the library): `CPERSONA_BENCH_RECALL_ROWS=10000` (100000 for the
-//! larger store), `CPERSONA_BENCH_RECALL_CORPORA=zipf,rep36`, `CPERSONA_BENCH_LEXICAL_CAP=2000`
+//! larger store), `CPERSONA_BENCH_RECALL_CORPORA=zipf,rep36`, `CPERSONA_BENCH_LEXICAL_CAP` (default: the engine's default cap)
 //! (the cap of the "on" arm). The store is built in `$TMPDIR/cpersona-bench/recall-<pid>`
 //! and removed at the end.
 #![forbid(unsafe_code)]
