@@ -316,7 +316,8 @@ pub struct Item {
     /// The head record's length when `content` is cut.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub content_len: Option<usize>,
-    /// Where `content`'s passages are in the head record.
+    /// Where `content`'s passages are in the head record (a mode's shape drops them).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub ranges: Vec<[usize; 2]>,
     /// The claim `content` quotes.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -327,8 +328,13 @@ pub struct Item {
     /// Retained claims whose text the budget did not carry.
     #[serde(skip_serializing_if = "is_zero")]
     pub excerpts_omitted: usize,
-    /// One per retained row, newest first.
+    /// One per retained row, newest first (a mode's shape gives `as_of` instead when the
+    /// head is the only claim).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub claims: Vec<Claim>,
+    /// The lone head claim's `as_of`, under a mode's shape (`compact`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub as_of: Option<String>,
     /// Rows the evidence bound dropped.
     #[serde(skip_serializing_if = "is_zero")]
     pub claims_omitted: usize,
@@ -588,6 +594,7 @@ pub(crate) fn build_with(
         excerpts,
         excerpts_omitted: 0,
         claims,
+        as_of: None,
         claims_omitted,
         independence_reason: reason,
         conflicts,
