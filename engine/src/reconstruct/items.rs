@@ -31,8 +31,7 @@ pub const ROLE_WORDS: [&str; 6] = [
 ];
 
 /// How a quote was chosen (`quote_basis`): the whole text, or passages picked by the record's
-/// stored blocks (int8 cosine, else sign bits), or by the text heuristic when the record has no
-/// rankable block set.
+/// stored blocks (int8 cosine, else sign bits), else by the text heuristic.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum QuoteBasis {
@@ -206,9 +205,8 @@ pub fn head_quote(text: &str, query: &str, cap: usize, blocks: Option<&BlockChoi
     }
 }
 
-/// An excerpt cut as the preview tier cuts: the whole text when it fits, else the best block
-/// grown with better-ranked neighbours (`blocks`), else the best passage grown with matching
-/// neighbours (`recall::excerpt`), else the text's start.
+/// An excerpt cut as the preview tier cuts: whole when it fits, else the best block grown
+/// (`blocks`), else the best passage grown (`recall::excerpt`), else the text's start.
 pub fn excerpt_quote(text: &str, query: &str, cap: usize, blocks: Option<&BlockChoice>) -> Quote {
     let chars: Vec<char> = text.chars().collect();
     if chars.len() <= cap {
@@ -328,8 +326,7 @@ pub struct Item {
     /// Retained claims whose text the budget did not carry.
     #[serde(skip_serializing_if = "is_zero")]
     pub excerpts_omitted: usize,
-    /// One per retained row, newest first (a mode's shape gives `as_of` instead when the
-    /// head is the only claim).
+    /// One per retained row, newest first (a mode gives `as_of` for a lone head claim).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub claims: Vec<Claim>,
     /// The lone head claim's `as_of`, under a mode's shape (`compact`).
