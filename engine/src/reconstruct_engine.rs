@@ -6,7 +6,8 @@
 //! recall's own contract) and `source_id` (recall's prefix filter), so both act exactly as in
 //! `recall`. A `mode` (reference §4.2 step 11) sets its window and default budget and skips the
 //! relation walk; its token cap (cl100k_base tokens of the returned JSON) is not applied in this
-//! build and the response says so (`mode.token_cap_applied: false`).
+//! build and the response says so (`mode.token_cap_applied: false`). Without `trace`, a mode
+//! returns the shortened shape (`reconstruct/compact.rs`) and `mode` lists what it dropped.
 //!
 //! Must never write (this is a read path), read a row outside the caller's scope, or let the
 //! count reach the recall call.
@@ -25,6 +26,7 @@ use crate::recall::deliberate::CueResponse;
 use crate::recall::{Ref, RefKind};
 use crate::reconstruct::assemble::{Request, assemble_with};
 use crate::reconstruct::bundle::{Candidate, DeclaredLink, EntityGraph};
+use crate::reconstruct::compact::{Compacted, compact};
 use crate::reconstruct::window::candidate_limit_with;
 use crate::reconstruct::{Mutation, ReconstructResponse, window};
 use crate::scope::Scope;
@@ -84,7 +86,7 @@ impl ReconstructMode {
 }
 
 /// What a `mode` did, reported in the result.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct ModeReport {
     /// `lite` or `pro`.
     pub mode: &'static str,
@@ -94,6 +96,12 @@ pub struct ModeReport {
     pub token_cap_applied: bool,
     /// The relation walk is skipped under a mode.
     pub walk: &'static str,
+    /// `compact` (the mode's shortened shape) or `full` (under `trace`, which keeps every
+    /// field).
+    pub shape: &'static str,
+    /// What the compact shape dropped and which bounds cut (`reconstruct/compact.rs`).
+    #[serde(flatten)]
+    pub compacted: Compacted,
 }
 
 /// Entity relations and mentions read per call at most: the walk's own bound on a large
@@ -371,7 +379,7 @@ impl Engine {
             .query_vector
             .as_deref()
             .filter(|_| mutation != Mutation::BlocksIgnored);
-        let response = self.read(|conn| {
+        let mut response = self.read(|conn| {
             // Recall's rows are last-is-best: the pool is best first.
             let mut candidates = Vec::with_capacity(recall.response.messages.len());
             for message in recall.response.messages.iter().rev() {
@@ -430,6 +438,13 @@ impl Engine {
                 None => Ok(response),
             }
         })?;
+        // A mode's shape (reference §4.2 step 11); the trace keeps the full one.
+        let compact_shape = req.mode.is_some() && !req.trace;
+        let compacted = if compact_shape {
+            compact(&mut response)
+        } else {
+            Compacted::default()
+        };
         Ok(ReconstructResult {
             response,
             advisories,
@@ -439,6 +454,8 @@ impl Engine {
                 token_cap: m.token_cap(),
                 token_cap_applied: false,
                 walk: "skipped",
+                shape: if compact_shape { "compact" } else { "full" },
+                compacted,
             }),
             recall_ms,
             assemble_ms: ms(started),

@@ -1,8 +1,14 @@
 //! `merge_memories`: copies (or moves) one agent's memories, episodes and profile to another
 //! in one transaction, skipping duplicates in the target's exact bucket. A move never deletes
 //! a locked source memory: locks protect against merge.
+//!
+//! Declared associations travel with the rows (`merge/carry.rs`): every source row has one
+//! survivor in the target (its copy, or the duplicate it was skipped for), and the source's
+//! entities, aliases, mentions and relations are re-pointed at those survivors, deduplicated by
+//! the tables' unique keys, so `traverse` in the target answers as it did in the source. This
+//! module must never write an association into an agent other than the target.
 
-use rusqlite::{Transaction, params};
+use rusqlite::{OptionalExtension, Transaction, params};
 use serde::Serialize;
 
 use crate::engine::Engine;
@@ -10,6 +16,8 @@ use crate::error::{Error, Result};
 use crate::persistence::NoPersist;
 use crate::scope::Scope;
 use crate::text::check_agent;
+
+mod carry;
 
 /// Copy or move.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize)]
@@ -64,15 +72,34 @@ pub struct MergeOutcome {
     pub profile_copied: bool,
     /// Whether a source profile was left because the target has one.
     pub skipped_profile: bool,
+    /// Entities new in the target (found ones are reused by name).
+    pub merged_entities: usize,
+    /// Mentions new in the target, re-pointed at the surviving rows.
+    pub merged_mentions: usize,
+    /// Relations new in the target, re-pointed at the surviving rows and entities.
+    pub merged_relations: usize,
+    /// Aliases left out because another target entity in the scope already answers to them.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub skipped_aliases: usize,
+    /// Mentions or relations naming a row with no survivor (never expected); dropped.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub dropped_associations: usize,
     /// Move only: source rows deleted.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub source_deleted: Option<usize>,
     /// Move only: source rows left (skipped duplicates and locked memories).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub left_at_source: Option<usize>,
+    /// Move only: source entities deleted because no row left at the source mentions them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source_entities_deleted: Option<usize>,
     /// The paused shape.
     #[serde(flatten, skip_serializing_if = "Option::is_none")]
     pub no_persist: Option<NoPersist>,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 const MEMORY_COLUMNS: &str = "project_id, channel, msg_id, content, source, metadata, timestamp, \
@@ -127,6 +154,8 @@ fn merge(tx: &Transaction<'_>, req: &MergeRequest, outcome: &mut MergeOutcome) -
     let moving = req.mode == MergeMode::Move;
     let (pred, values) = Scope::read(Some(source), None, None).predicate("");
     let (mut deleted, mut left) = (0usize, 0usize);
+    let mut survivors = carry::Survivors::default();
+    let (mut gone_memories, mut gone_episodes) = (Vec::new(), Vec::new());
 
     let memories: Vec<(i64, bool)> = {
         let mut stmt = tx.prepare(&format!(
@@ -145,14 +174,18 @@ fn merge(tx: &Transaction<'_>, req: &MergeRequest, outcome: &mut MergeOutcome) -
             ))?
             .execute(params![target, id])?;
         if n == 0 {
+            if let Some(dup) = carry::duplicate_memory(tx, target, id)? {
+                survivors.memories.insert(id, dup);
+            }
             outcome.skipped_memories += 1;
             left += 1;
             continue;
         }
+        survivors.memories.insert(id, tx.last_insert_rowid());
         outcome.merged_memories += 1;
         queue_if_unembedded(tx, "memories", target)?;
         if moving && !locked {
-            deleted += tx.execute("DELETE FROM memories WHERE id = ?", [id])?;
+            gone_memories.push(id);
         } else {
             left += 1;
         }
@@ -164,14 +197,17 @@ fn merge(tx: &Transaction<'_>, req: &MergeRequest, outcome: &mut MergeOutcome) -
         rows.collect::<rusqlite::Result<_>>()?
     };
     for id in episodes {
-        let exists: bool = tx.query_row(
-            "SELECT EXISTS(SELECT 1 FROM episodes t JOIN episodes s ON s.id = ?2 \
-             WHERE t.agent_id = ?1 AND t.project_id = s.project_id AND t.channel = s.channel \
-             AND t.summary = s.summary)",
-            params![target, id],
-            |row| row.get(0),
-        )?;
-        if exists {
+        let existing: Option<i64> = tx
+            .query_row(
+                "SELECT t.id FROM episodes t JOIN episodes s ON s.id = ?2 \
+                 WHERE t.agent_id = ?1 AND t.project_id = s.project_id AND t.channel = s.channel \
+                 AND t.summary = s.summary ORDER BY t.id LIMIT 1",
+                params![target, id],
+                |row| row.get(0),
+            )
+            .optional()?;
+        if let Some(dup) = existing {
+            survivors.episodes.insert(id, dup);
             outcome.skipped_episodes += 1;
             left += 1;
             continue;
@@ -183,11 +219,24 @@ fn merge(tx: &Transaction<'_>, req: &MergeRequest, outcome: &mut MergeOutcome) -
             ),
             params![target, id],
         )?;
+        survivors.episodes.insert(id, tx.last_insert_rowid());
         outcome.merged_episodes += 1;
         queue_if_unembedded(tx, "episodes", target)?;
         if moving {
-            deleted += tx.execute("DELETE FROM episodes WHERE id = ?", [id])?;
+            gone_episodes.push(id);
         }
+    }
+
+    // Associations first: deleting a moved row drops its mentions and relations (triggers).
+    carry::carry(tx, source, target, &survivors, outcome)?;
+    for id in gone_memories {
+        deleted += tx.execute("DELETE FROM memories WHERE id = ?", [id])?;
+    }
+    for id in gone_episodes {
+        deleted += tx.execute("DELETE FROM episodes WHERE id = ?", [id])?;
+    }
+    if moving {
+        outcome.source_entities_deleted = Some(carry::drop_orphans(tx, source)?);
     }
 
     let has = |agent: &str| -> Result<bool> {

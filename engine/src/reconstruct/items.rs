@@ -31,8 +31,7 @@ pub const ROLE_WORDS: [&str; 6] = [
 ];
 
 /// How a quote was chosen (`quote_basis`): the whole text, or passages picked by the record's
-/// stored blocks (int8 cosine, else sign bits), or by the text heuristic when the record has no
-/// rankable block set.
+/// stored blocks (int8 cosine, else sign bits), else by the text heuristic.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum QuoteBasis {
@@ -206,9 +205,8 @@ pub fn head_quote(text: &str, query: &str, cap: usize, blocks: Option<&BlockChoi
     }
 }
 
-/// An excerpt cut as the preview tier cuts: the whole text when it fits, else the best block
-/// grown with better-ranked neighbours (`blocks`), else the best passage grown with matching
-/// neighbours (`recall::excerpt`), else the text's start.
+/// An excerpt cut as the preview tier cuts: whole when it fits, else the best block grown
+/// (`blocks`), else the best passage grown (`recall::excerpt`), else the text's start.
 pub fn excerpt_quote(text: &str, query: &str, cap: usize, blocks: Option<&BlockChoice>) -> Quote {
     let chars: Vec<char> = text.chars().collect();
     if chars.len() <= cap {
@@ -316,7 +314,8 @@ pub struct Item {
     /// The head record's length when `content` is cut.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub content_len: Option<usize>,
-    /// Where `content`'s passages are in the head record.
+    /// Where `content`'s passages are in the head record (a mode's shape drops them).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub ranges: Vec<[usize; 2]>,
     /// The claim `content` quotes.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -327,8 +326,12 @@ pub struct Item {
     /// Retained claims whose text the budget did not carry.
     #[serde(skip_serializing_if = "is_zero")]
     pub excerpts_omitted: usize,
-    /// One per retained row, newest first.
+    /// One per retained row, newest first (a mode gives `as_of` for a lone head claim).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub claims: Vec<Claim>,
+    /// The lone head claim's `as_of`, under a mode's shape (`compact`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub as_of: Option<String>,
     /// Rows the evidence bound dropped.
     #[serde(skip_serializing_if = "is_zero")]
     pub claims_omitted: usize,
@@ -588,6 +591,7 @@ pub(crate) fn build_with(
         excerpts,
         excerpts_omitted: 0,
         claims,
+        as_of: None,
         claims_omitted,
         independence_reason: reason,
         conflicts,

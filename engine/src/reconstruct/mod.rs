@@ -13,11 +13,14 @@
 pub mod assemble;
 pub mod budget;
 pub mod bundle;
+pub mod compact;
 pub mod items;
 pub mod window;
 
 #[cfg(test)]
 mod block_tests;
+#[cfg(test)]
+mod mode_tests;
 #[cfg(test)]
 mod request_tests;
 #[cfg(test)]

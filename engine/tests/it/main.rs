@@ -9,6 +9,7 @@ mod cue;
 mod derived;
 mod fuzz;
 mod lexical_cap;
+mod merge_assoc;
 mod migrations;
 mod portability;
 mod portability_assoc;

@@ -178,6 +178,12 @@ async fn reconstruct_bundles_versions_and_reports_its_window() {
     assert!(!error, "{body}");
     assert_eq!(body["mode"]["mode"], "lite");
     assert_eq!(body["mode"]["token_cap_applied"], false);
+    // The short shape (reference §4.2 step 11), and the mode says what it dropped.
+    assert_eq!(body["mode"]["shape"], "compact", "{body}");
+    assert!(body["items"][0].get("ranges").is_none(), "{body}");
+    assert!(body.get("bounds").is_none(), "{body}");
+    let omitted = body["mode"]["omitted_fields"].as_array().expect("listed");
+    assert!(omitted.contains(&json!("ranges")), "{body}");
     let (_, body) = call(
         &client,
         json!({"agent_id": "a", "query": "copper kettle", "mode": "pro"}),
