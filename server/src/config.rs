@@ -150,7 +150,8 @@ impl Precision {
     }
 }
 
-/// Where the age prior measures from (`CPERSONA_PRIOR_AGE_ANCHOR`).
+/// Where the age prior measures from (`CPERSONA_PRIOR_AGE_ANCHOR`). The engine honours
+/// `newest` (the newest dated row of the answer); `now` with a rate above 0 is refused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AgeAnchor {
     Newest,
@@ -435,7 +436,7 @@ fn parse_recall(env: &Env) -> Result<RecallSettings> {
             reason: format!("ceil {cosine_ceil} must be above floor {cosine_floor}"),
         });
     }
-    Ok(RecallSettings {
+    let settings = RecallSettings {
         scan_window: env.int("CPERSONA_MAX_MEMORIES", 10_000, 1, 100_000_000)?,
         vector_reach: env.int("CPERSONA_VECTOR_REACH", 0, 0, 100_000_000)?,
         vector_far_limit: env.int("CPERSONA_VECTOR_FAR_LIMIT", 0, 0, 10_000)?,
@@ -495,5 +496,16 @@ fn parse_recall(env: &Env) -> Result<RecallSettings> {
         degraded_advisory: env.boolean("CPERSONA_DEGRADED_ADVISORY", true)?,
         index_stale_warn_share: env.float("CPERSONA_INDEX_STALE_WARN_SHARE", 0.2, 0.0, 1.0)?,
         lexical_cap: lexical_cap(env)?,
-    })
+    };
+    // The engine takes ages at the newest dated row of the answer (a pure pass, replayable);
+    // it reads no clock, so `now` cannot be honoured and is refused rather than ignored.
+    if settings.prior_age_rate > 0.0 && settings.prior_age_anchor == AgeAnchor::Now {
+        return Err(ConfigError::Conflict {
+            var: "CPERSONA_PRIOR_AGE_ANCHOR",
+            other: "CPERSONA_PRIOR_AGE_RATE",
+            reason: "anchor `now` is not supported; use `newest` (the newest row of the answer)"
+                .into(),
+        });
+    }
+    Ok(settings)
 }

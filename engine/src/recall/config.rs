@@ -8,6 +8,7 @@ use super::deliberate::CueConfig;
 use super::error::RecallError;
 use super::fusion::{ArmWeights, FusionMode};
 use super::gate::GateConfig;
+use super::recency::RecencyConfig;
 use super::select::RecallDepth;
 use super::shape::ShapeConfig;
 
@@ -41,6 +42,9 @@ pub struct RecallConfig {
     /// (the newest; `arms::lexical` says why and reports when it acts). `None` = every match
     /// (CPersona's behaviour). Default [`RecallConfig::LEXICAL_CAP`]; never below `depth.max`.
     pub lexical_cap: Option<usize>,
+    /// The recency prior on the counted answer (CPersona's `CPERSONA_PRIOR_AGE_RATE`); rate 0
+    /// (default) is the identity.
+    pub recency: RecencyConfig,
 }
 
 impl RecallConfig {
@@ -91,6 +95,19 @@ impl RecallConfig {
                 reason: "must be off or >= the recall depth maximum",
             });
         }
+        let r = self.recency;
+        if !(r.rate_per_h.is_finite() && r.rate_per_h >= 0.0) {
+            return Err(RecallError::InvalidSetting {
+                name: "recency.rate_per_h",
+                reason: "must be finite and >= 0",
+            });
+        }
+        if !(r.floor.is_finite() && (0.0..=1.0).contains(&r.floor)) {
+            return Err(RecallError::InvalidSetting {
+                name: "recency.floor",
+                reason: "must be in 0..=1",
+            });
+        }
         let c = self.cue;
         if c.depth == 0 || c.row_cap == 0 || c.max_stages == 0 {
             return Err(RecallError::InvalidSetting {
@@ -128,6 +145,7 @@ impl Default for RecallConfig {
             precision_beta: 1.0,
             cue: CueConfig::default(),
             lexical_cap: Some(RecallConfig::LEXICAL_CAP),
+            recency: RecencyConfig::default(),
         }
     }
 }

@@ -38,6 +38,7 @@ pub mod keyword;
 pub mod pipeline;
 pub mod prior;
 pub mod propagation;
+pub mod recency;
 pub mod select;
 pub mod shape;
 

@@ -14,6 +14,7 @@ use super::deliberate::{CueResponse, CueRow, LoopReport};
 use super::fusion::fuse;
 use super::gate::{self, GateDecision, GateInput, GateReason, GateReport};
 use super::prior::{self, Prior, PriorRow};
+use super::recency::{self, RecencyApplied};
 use super::select::CountCut;
 use super::shape::{Hydrated, RecallMessage, ShapeInput, shape};
 
@@ -47,6 +48,9 @@ pub struct RecallResponse {
     /// The time cue as resolved and applied; absent without a cue.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub time_cue: Option<CueResponse>,
+    /// What the recency prior did (its bound, how many rows moved); absent when it is off.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub recency: Option<RecencyApplied>,
 }
 
 /// What each stage saw, for the trace.
@@ -66,6 +70,9 @@ pub struct RecallStages {
     pub order: CountCut,
     /// Gated rows the store could no longer read (deleted since the arms ran); skipped.
     pub vanished: Vec<Ref>,
+    /// What the recency prior did to the answer; absent when it is off.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub recency: Option<RecencyApplied>,
     /// What the time cue did to the answer; absent without a cue.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cue: Option<CueApplied>,
@@ -179,6 +186,9 @@ pub fn run_cued(
             None => vanished.push(candidate.r#ref),
         }
     }
+    // Recency re-orders the counted answer (a bounded move, never a membership change); the
+    // cue then lifts from that order.
+    let recency = recency::apply(&config.recency, &mut kept);
     let applied =
         cue.map(|plan| apply_cue(plan, &gate_report, &mut kept, &mut hydrate, &mut vanished));
     let (mut messages, budget) = shape(
@@ -201,6 +211,7 @@ pub fn run_cued(
         gate_fallback: gate_report.gate_fallback,
         full_content_budget_chars: budget,
         time_cue: None,
+        recency: recency.clone(),
     };
     let stages = RecallStages {
         depth,
@@ -213,6 +224,7 @@ pub fn run_cued(
             cut_by_count,
         },
         vanished,
+        recency,
         cue: applied,
         deliberation: None,
     };

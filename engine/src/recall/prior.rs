@@ -72,6 +72,10 @@ pub struct Prior {
     pub age_rate_per_h: f64,
     /// Recency floor (shipped `PRIOR_AGE_FLOOR = 0.3`).
     pub age_floor: f64,
+    /// When set, age lifts a row at most this many places (key `i − max_up × age_strength`,
+    /// the cue's bounded move) instead of weighing its score; `None` = the weighted sort.
+    #[serde(default)]
+    pub age_max_up: Option<usize>,
     /// The time cue.
     pub cue: Option<CuePrior>,
 }
@@ -83,6 +87,7 @@ impl Prior {
         beyond: None,
         age_rate_per_h: 0.0,
         age_floor: 0.3,
+        age_max_up: None,
         cue: None,
     };
 
@@ -134,6 +139,16 @@ impl Prior {
         }
     }
 
+    /// Recency as a bounded move (free recall's `CPERSONA_PRIOR_AGE_RATE`): a row moves up at
+    /// most `max_up × age_strength` places, so a fresh row can pass at most `max_up` older
+    /// ones and no score gap is ever multiplied away.
+    pub fn recency_bounded(rate_per_h: f64, floor: f64, max_up: usize) -> Prior {
+        Prior {
+            age_max_up: Some(max_up),
+            ..Prior::recency(rate_per_h, floor)
+        }
+    }
+
     /// A function of age and the declared time cue (Cued Recall).
     pub fn cued(cue: CuePrior) -> Prior {
         Prior {
@@ -177,6 +192,18 @@ impl Prior {
         }
     }
 
+    /// Recency's strength for a row in `[0, 1]`: `(p_age − floor) / (1 − floor)`, 1 for a
+    /// row at the anchor (or undated: unknown never lowers), 0 once the floor holds.
+    pub fn age_strength(&self, row: &PriorRow) -> f64 {
+        if self.age_rate_per_h <= 0.0 || row.age_h.is_none() {
+            return 1.0;
+        }
+        if self.age_floor >= 1.0 {
+            return 0.0;
+        }
+        ((self.p_age(row) - self.age_floor) / (1.0 - self.age_floor)).clamp(0.0, 1.0)
+    }
+
     /// The cue's strength for a row in `[0, 1]`: `61/(61 + cue_rank)` inside the envelope,
     /// 0 outside or undated.
     pub fn cue_strength(&self, row: &PriorRow) -> f64 {
@@ -203,7 +230,10 @@ impl Prior {
 
 /// Re-orders a best-first list (`scores[i]` the fused score of the row at position `i`) by
 /// the prior and returns the permutation (new order as old indices). Position and age weigh
-/// the score multiplicatively (stable); the cue then lifts each row at most `max_up` places,
+/// the score multiplicatively (stable), except that a bounded recency (`age_max_up`) instead
+/// lifts each row by at most `age_max_up × age_strength` places (ties: the fresher row, then
+/// the older position, so the freshest row moves exactly `age_max_up` places when it can);
+/// the cue then lifts each row at most `max_up` places,
 /// its key `i − max_up × strength − context_up × [context]` (ties: lifted first, then the
 /// older position), so the cue's best row moves exactly `max_up` places when possible and no
 /// row moves more than `max_up + context_up`. A permutation: never admits, never removes.
@@ -213,13 +243,32 @@ pub fn apply(prior: &Prior, rows: &[PriorRow], scores: &[f64]) -> Vec<usize> {
     if prior.is_identity() {
         return order;
     }
-    if prior.window.is_some() || prior.age_rate_per_h > 0.0 {
+    let weigh_age = prior.age_rate_per_h > 0.0 && prior.age_max_up.is_none();
+    if prior.window.is_some() || weigh_age {
         let weighted: Vec<f64> = rows
             .iter()
             .zip(scores)
-            .map(|(row, s)| s * prior.p_position(row) * prior.p_age(row))
+            .map(|(row, s)| {
+                let age = if weigh_age { prior.p_age(row) } else { 1.0 };
+                s * prior.p_position(row) * age
+            })
             .collect();
         order.sort_by(|&a, &b| weighted[b].total_cmp(&weighted[a]).then(a.cmp(&b)));
+    }
+    if let (Some(max_up), true) = (prior.age_max_up, prior.age_rate_per_h > 0.0) {
+        let strength: Vec<f64> = order
+            .iter()
+            .map(|&old| prior.age_strength(&rows[old]))
+            .collect();
+        let key = |pos: usize| pos as f64 - max_up as f64 * strength[pos];
+        let mut by: Vec<usize> = (0..order.len()).collect();
+        by.sort_by(|&a, &b| {
+            key(a)
+                .total_cmp(&key(b))
+                .then(strength[b].total_cmp(&strength[a]))
+                .then(a.cmp(&b))
+        });
+        order = by.into_iter().map(|pos| order[pos]).collect();
     }
     if let Some(cue) = prior.cue {
         let keyed: Vec<(f64, bool, usize)> = order

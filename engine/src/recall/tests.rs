@@ -16,5 +16,6 @@ mod keyword;
 mod pipeline;
 mod prior;
 mod propagation_depth;
+mod recency;
 mod select;
 mod shape;

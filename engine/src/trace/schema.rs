@@ -77,6 +77,9 @@ pub struct TraceConfig {
     pub gate: TraceGateConfig,
     /// The preview tier.
     pub shape: TraceShape,
+    /// The recency prior; absent when off (identity), so such traces hash as before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recency: Option<crate::recall::recency::RecencyConfig>,
 }
 
 /// Recall Depth.
@@ -408,6 +411,7 @@ impl TraceConfig {
                 excerpt_chars: config.shape.excerpt_chars,
                 full_content_budget_chars: config.shape.full_content_budget_chars,
             },
+            recency: (!config.recency.is_identity()).then_some(config.recency),
         };
         out.hash = out.compute_hash();
         out
@@ -456,6 +460,7 @@ impl TraceConfig {
                 excerpt_chars: self.shape.excerpt_chars,
                 full_content_budget_chars: self.shape.full_content_budget_chars,
             },
+            recency: self.recency.unwrap_or_default(),
             ..RecallConfig::default()
         };
         config.validate().map_err(|err| invalid(err.to_string()))?;

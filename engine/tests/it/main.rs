@@ -16,5 +16,6 @@ mod portability_assoc;
 mod recall;
 mod recall_credit;
 mod recall_gaps;
+mod recency;
 mod trace;
 mod write_path;

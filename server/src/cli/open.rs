@@ -36,6 +36,8 @@ pub(crate) fn engine_config(config: &Config) -> EngineConfig {
     engine.recall.shape.preview_chars = usize::try_from(recall.preview_chars).unwrap_or(usize::MAX);
     engine.recall.report_confidence = recall.confidence_enabled;
     engine.recall.lexical_cap = recall.lexical_cap;
+    engine.recall.recency.rate_per_h = recall.prior_age_rate;
+    engine.recall.recency.floor = recall.prior_age_floor;
     engine.recall.precision_beta = if recall.fused_gate_beta > 0.0 {
         recall.fused_gate_beta
     } else {

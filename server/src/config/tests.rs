@@ -269,3 +269,23 @@ fn lexical_cap_is_off_or_at_least_the_depth_maximum() {
         assert!(e.starts_with("CPERSONA_RECALL_LEXICAL_CAP="), "{bad}: {e}");
     }
 }
+
+#[test]
+fn prior_age_rate_is_the_recency_setting() {
+    let c = parse(&[]).unwrap();
+    assert_eq!(c.recall.prior_age_rate, 0.0);
+    assert_eq!(c.recall.prior_age_floor, 0.3);
+    let c = parse(&[("CPERSONA_PRIOR_AGE_RATE", "0.005")]).unwrap();
+    assert_eq!(c.recall.prior_age_rate, 0.005);
+    for bad in ["-0.1", "NaN", "inf", "soon", "11"] {
+        let e = err(&[("CPERSONA_PRIOR_AGE_RATE", bad)]);
+        assert!(e.starts_with("CPERSONA_PRIOR_AGE_RATE="), "{bad}: {e}");
+    }
+    // The engine reads no clock: `now` is refused once the prior is on, accepted while off.
+    let e = err(&[
+        ("CPERSONA_PRIOR_AGE_RATE", "0.005"),
+        ("CPERSONA_PRIOR_AGE_ANCHOR", "now"),
+    ]);
+    assert!(e.contains("CPERSONA_PRIOR_AGE_ANCHOR"), "{e}");
+    assert!(parse(&[("CPERSONA_PRIOR_AGE_ANCHOR", "now")]).is_ok());
+}

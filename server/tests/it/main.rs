@@ -15,6 +15,7 @@ mod fuzz;
 mod http;
 mod mcp;
 mod py;
+mod recency;
 mod reconstruct;
 mod replay_cli;
 mod schemas;

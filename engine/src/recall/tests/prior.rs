@@ -123,6 +123,43 @@ fn recency_is_smooth_with_a_floor() {
 }
 
 #[test]
+fn bounded_recency_lifts_at_most_max_up_places() {
+    let aged = |h| PriorRow {
+        age_h: Some(h),
+        ..PriorRow::default()
+    };
+    let p = Prior::recency_bounded(0.01, 0.3, 3);
+    assert_eq!(p.age_strength(&aged(0.0)), 1.0);
+    assert_eq!(p.age_strength(&aged(1e6)), 0.0);
+    assert_eq!(p.age_strength(&PriorRow::default()), 1.0);
+    // Ten old rows ahead of a fresh one: it passes exactly three of them, whatever the
+    // score gap, and no old row moves up.
+    let mut rows = vec![aged(1e6); 10];
+    rows.push(aged(0.0));
+    let scores: Vec<f64> = (0..11).map(|i| 100.0 - i as f64 * 10.0).collect();
+    let order = apply(&p, &rows, &scores);
+    assert_eq!(order.iter().position(|&i| i == 10), Some(7));
+    let mut sorted = order.clone();
+    sorted.sort();
+    assert_eq!(sorted, (0..11).collect::<Vec<_>>());
+    // The unbounded (weighted) form would take it to the top; the bound is what acts.
+    let weighted = apply(
+        &Prior::recency(0.01, 0.3),
+        &[aged(1e6), aged(0.0)],
+        &[1.0, 0.9],
+    );
+    assert_eq!(weighted, vec![1, 0]);
+    let far = apply(
+        &p,
+        &[aged(1e6), aged(1e6), aged(1e6), aged(1e6), aged(0.0)],
+        &[1.0; 5],
+    );
+    assert_eq!(far, vec![0, 4, 1, 2, 3]);
+    // Rate 0 is the identity whatever the bound.
+    assert!(Prior::recency_bounded(0.0, 0.3, 3).is_identity());
+}
+
+#[test]
 fn cue_lifts_envelope_rows_at_most_max_up_places() {
     let cue = CuePrior {
         envelope: Period {
