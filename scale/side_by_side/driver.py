@@ -169,6 +169,9 @@ async def rung(args, n, texts, vectors, qs, embed_url, out):
     rs_env = base_env(os.path.join(work, "rs.db"), embed_url)
     py_env = base_env(os.path.join(work, "py.db"), embed_url)
     py_env.update(CPERSONA_UPDATE_CHECK="false", CPERSONA_OPERATING_CONTEXT="off")
+    # Settings for our server only (e.g. CPERSONA_RECALL_LEXICAL_CAP=off, to compare like with
+    # like: CPersona ranks bm25 over every match).
+    rs_env.update(dict(kv.split("=", 1) for kv in args.rs_set))
     rs = StdioServerParameters(command=args.binary, args=["serve"], env=rs_env)
     py = StdioServerParameters(command=args.python, args=["-m", "cpersona"], env=py_env)
     rs_load = await load(rs, jsonl, n, "cpersona-rs")
@@ -202,7 +205,11 @@ async def main():
     p.add_argument("--queries", type=int, default=200)
     p.add_argument("--seed", type=int, default=11)
     p.add_argument("--out", default="target/side_by_side")
+    p.add_argument("--rs-set", action="append", default=[], metavar="NAME=VALUE",
+                   help="a CPERSONA_* setting for cpersona-rs only (repeatable)")
     args = p.parse_args()
+    if any("=" not in kv for kv in args.rs_set):
+        p.error("--rs-set takes NAME=VALUE")
     rungs = [int(x) for x in args.rungs.split(",")]
     out = os.path.abspath(args.out)
     os.makedirs(out, exist_ok=True)

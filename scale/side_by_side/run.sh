@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # cpersona-rs vs CPersona 2.6.14 side by side (see driver.py): installs CPersona into a venv
 # under target/side_by_side/venv, builds the cpersona binary (dev profile) if needed, and runs
-# the driver. Usage: scale/side_by_side/run.sh [RUNGS=1000,10000] [QUERIES=200]
+# the driver. Usage: scale/side_by_side/run.sh [RUNGS=1000,10000] [QUERIES=200] [--rs-set NAME=VALUE ...]
 # Set CPERSONA_MODEL_DIR to the MiniLM folder to share MiniLM; otherwise the hash embedder.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -16,7 +16,7 @@ if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import cpersona' 2>/d
 fi
 bin=${CPERSONA_BIN:-$root/target/debug/cpersona}
 if [ -z "${CPERSONA_BIN:-}" ]; then
-  cargo build --quiet -p cpersona-server --bin cpersona
+  cargo build --quiet --workspace --bin cpersona
 fi
 exec "$venv/bin/python" "$root/scale/side_by_side/driver.py" --binary "$bin" \
-  --python "$venv/bin/python" --rungs "$rungs" --queries "$queries" --out "$out"
+  --python "$venv/bin/python" --rungs "$rungs" --queries "$queries" --out "$out" "${@:3}"
