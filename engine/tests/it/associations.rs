@@ -3,41 +3,29 @@
 //! the empty registry as a byte-identical no-op.
 
 use cpersona_engine::{
-    DeclareRequest, Engine, EngineConfig, EntityInput, IndexTable, RecallQuery, RelationInput,
-    StoreId, StoreRequest, TraverseRequest,
+    DeclareRequest, EngineConfig, EntityInput, IndexTable, RecallQuery, RelationInput,
+    StoreRequest, TraverseRequest,
 };
 
-use crate::common::{Fixture, TestEmbedder, conn};
+use crate::common::{Fixture, conn};
 
 fn fixture_with(associations: bool, propagation: bool) -> Fixture {
-    let dir = tempfile::tempdir().unwrap();
-    let embedder = TestEmbedder::new("test-hash-32", crate::common::DIM);
-    let mut config = EngineConfig::new(dir.path().join("store.db"));
-    config.associations_enabled = associations;
-    config.propagation_seat = propagation;
-    let engine = Engine::open(config, embedder.clone()).unwrap();
-    Fixture {
-        dir,
-        embedder,
-        engine,
-    }
+    crate::common::fixture_with(|config| {
+        config.associations_enabled = associations;
+        config.propagation_seat = propagation;
+    })
 }
 
 fn store(f: &Fixture, agent: &str, content: &str) -> i64 {
-    match f
-        .engine
-        .store(&StoreRequest {
+    crate::common::store_request(
+        f,
+        &StoreRequest {
             agent_id: agent.into(),
             content: content.into(),
             timestamp: Some("2026-01-01T00:00:00+00:00".into()),
             ..StoreRequest::default()
-        })
-        .unwrap()
-        .id
-    {
-        Some(StoreId::Row(id)) => id,
-        other => panic!("not stored: {other:?}"),
-    }
+        },
+    )
 }
 
 fn entity(name: &str, aliases: &[&str]) -> EntityInput {

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use cpersona_engine::embed::{EmbedError, Embedder, EmbedderIdentity};
-use cpersona_engine::{Engine, EngineConfig};
+use cpersona_engine::{Engine, EngineConfig, StoreId, StoreRequest};
 
 pub(crate) const DIM: usize = 32;
 
@@ -62,18 +62,41 @@ pub(crate) struct Fixture {
 }
 
 pub(crate) fn fixture() -> Fixture {
+    fixture_with(|_| {})
+}
+
+/// A fresh store whose configuration `edit` changes first (associations on, a cap, …).
+pub(crate) fn fixture_with(edit: impl FnOnce(&mut EngineConfig)) -> Fixture {
     let dir = tempfile::tempdir().unwrap();
     let embedder = TestEmbedder::new("test-hash-32", DIM);
-    let engine = Engine::open(
-        EngineConfig::new(dir.path().join("store.db")),
-        embedder.clone(),
-    )
-    .unwrap();
+    let mut config = EngineConfig::new(dir.path().join("store.db"));
+    edit(&mut config);
+    let engine = Engine::open(config, embedder.clone()).unwrap();
     Fixture {
         dir,
         embedder,
         engine,
     }
+}
+
+/// Stores one row and returns its id; panics when the store skipped or rejected it.
+pub(crate) fn store_request(f: &Fixture, req: &StoreRequest) -> i64 {
+    match f.engine.store(req).unwrap().id {
+        Some(StoreId::Row(id)) => id,
+        other => panic!("not stored: {other:?}"),
+    }
+}
+
+/// Stores `content` for `agent` with every other field defaulted; returns the row id.
+pub(crate) fn store(f: &Fixture, agent: &str, content: &str) -> i64 {
+    store_request(
+        f,
+        &StoreRequest {
+            agent_id: agent.into(),
+            content: content.into(),
+            ..StoreRequest::default()
+        },
+    )
 }
 
 /// Row counts of every table a write can touch.

@@ -1,13 +1,13 @@
 //! The lexical candidate cap (`RecallConfig::lexical_cap`, `arms::lexical`): when more rows in
-//! scope match than the cap, bm25 ranks only the newest `cap` of them and the recall says so;
-//! under the cap the arm is exactly the uncapped one; odd queries still never reach SQLite
+//! scope match than the cap, bm25 ranks only a bounded subset (the rarest terms' rows, else
+//! rows holding every term, else the newest) and the recall says so; under the cap the arm is exactly the uncapped one; odd queries still never reach SQLite
 //! as an error and degrade to the keyword pass.
 
 use cpersona_engine::CapPolicy;
 use cpersona_engine::recall::{ArmList, RefKind};
-use cpersona_engine::{Engine, EngineConfig, RecallQuery, StoreId, StoreRequest};
+use cpersona_engine::{Engine, EngineConfig, RecallQuery};
 
-use crate::common::{Fixture, fixture};
+use crate::common::{Fixture, fixture, store};
 
 const DEPTH: usize = 100;
 /// Rows of agent `a` that hold "harbor" (the dense term); agent `b` holds `B_ROWS` more.
@@ -17,22 +17,6 @@ const B_ROWS: usize = 60;
 const FILLER: [&str; 8] = [
     "lantern", "meadow", "copper", "signal", "winter", "garden", "stone", "river",
 ];
-
-fn store(f: &Fixture, agent: &str, content: &str) -> i64 {
-    match f
-        .engine
-        .store(&StoreRequest {
-            agent_id: agent.into(),
-            content: content.into(),
-            ..StoreRequest::default()
-        })
-        .unwrap()
-        .id
-    {
-        Some(StoreId::Row(id)) => id,
-        other => panic!("not stored: {other:?}"),
-    }
-}
 
 /// Agent `a`'s and `b`'s rows interleaved, every one holding "harbor" a varying number of
 /// times (so bm25 scores differ); "beacon" on even rows, "comet" on rows not divisible by

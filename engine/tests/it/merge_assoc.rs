@@ -3,39 +3,26 @@
 //! for), deduplicated, so `traverse` in the target answers as it did in the source.
 
 use cpersona_engine::{
-    DeclareRequest, Engine, EngineConfig, EntityInput, MergeMode, MergeRequest, RelationInput,
-    StoreId, StoreRequest, TraverseOutcome, TraverseRequest,
+    DeclareRequest, EntityInput, MergeMode, MergeRequest, RelationInput, StoreRequest,
+    TraverseOutcome, TraverseRequest,
 };
 
-use crate::common::{Fixture, TestEmbedder, conn};
+use crate::common::{Fixture, conn};
 
 fn fixture() -> Fixture {
-    let dir = tempfile::tempdir().unwrap();
-    let embedder = TestEmbedder::new("test-hash-32", crate::common::DIM);
-    let mut config = EngineConfig::new(dir.path().join("store.db"));
-    config.associations_enabled = true;
-    let engine = Engine::open(config, embedder.clone()).unwrap();
-    Fixture {
-        dir,
-        embedder,
-        engine,
-    }
+    crate::common::fixture_with(|config| config.associations_enabled = true)
 }
 
 fn store(f: &Fixture, agent: &str, content: &str) -> i64 {
-    let out = f
-        .engine
-        .store(&StoreRequest {
+    crate::common::store_request(
+        f,
+        &StoreRequest {
             agent_id: agent.into(),
             content: content.into(),
             timestamp: Some("2026-01-01T00:00:00+00:00".into()),
             ..StoreRequest::default()
-        })
-        .unwrap();
-    match out.id {
-        Some(StoreId::Row(id)) => id,
-        other => panic!("not stored: {other:?}"),
-    }
+        },
+    )
 }
 
 fn declare(f: &Fixture, anchor: i64, entities: &[(&str, &[&str])], relations: &[[&str; 3]]) {

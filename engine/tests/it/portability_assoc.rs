@@ -6,35 +6,10 @@
 use cpersona_engine::*;
 use serde_json::{Value, json};
 
-use crate::common::{DIM, Fixture, TestEmbedder, conn};
+use crate::common::{Fixture, conn, store};
 
 fn fixture_assoc() -> Fixture {
-    let dir = tempfile::tempdir().unwrap();
-    let embedder = TestEmbedder::new("test-hash-32", DIM);
-    let mut config = EngineConfig::new(dir.path().join("store.db"));
-    config.associations_enabled = true;
-    let engine = Engine::open(config, embedder.clone()).unwrap();
-    Fixture {
-        dir,
-        embedder,
-        engine,
-    }
-}
-
-fn store(f: &Fixture, agent: &str, content: &str) -> i64 {
-    match f
-        .engine
-        .store(&StoreRequest {
-            agent_id: agent.into(),
-            content: content.into(),
-            ..StoreRequest::default()
-        })
-        .unwrap()
-        .id
-    {
-        Some(StoreId::Row(id)) => id,
-        other => panic!("not stored: {other:?}"),
-    }
+    crate::common::fixture_with(|config| config.associations_enabled = true)
 }
 
 fn declare(f: &Fixture, names: &[(&str, &[&str])], rels: &[(&str, &str, &str)], anchor: String) {

@@ -2,27 +2,11 @@
 //! returns gets `recall_count + 1` and `last_recalled_at_ms = now`; paused, deep and
 //! confidence-off recalls give none; another agent's rows and the change log never move.
 
-use cpersona_engine::{Engine, EngineConfig, RecallQuery, StoreId, StoreRequest};
+use cpersona_engine::{Engine, EngineConfig, RecallQuery};
 
-use crate::common::{Fixture, TestEmbedder, conn, fixture};
+use crate::common::{Fixture, TestEmbedder, conn, fixture, store};
 
 const NOW: i64 = 1_800_000_000_000;
-
-fn store(f: &Fixture, agent: &str, content: &str) -> i64 {
-    match f
-        .engine
-        .store(&StoreRequest {
-            agent_id: agent.into(),
-            content: content.into(),
-            ..StoreRequest::default()
-        })
-        .unwrap()
-        .id
-    {
-        Some(StoreId::Row(id)) => id,
-        other => panic!("not stored: {other:?}"),
-    }
-}
 
 /// `(id, recall_count, last_recalled_at_ms)` of every memory, by id.
 fn credits(f: &Fixture) -> Vec<(i64, i64, Option<i64>)> {

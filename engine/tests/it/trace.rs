@@ -7,30 +7,15 @@ use cpersona_engine::recall::Ref;
 use cpersona_engine::replay::{ReplayChanges, replay};
 use cpersona_engine::taxonomy::{FailureCode, attribute};
 use cpersona_engine::trace::{ExclusionReason, RecallTrace};
-use cpersona_engine::{Engine, EngineConfig, RecallQuery, RecallResult, StoreId, StoreRequest};
+use cpersona_engine::{Engine, EngineConfig, RecallQuery, RecallResult};
 use serde_json::Value;
 
-use crate::common::{DIM, Fixture, fixture};
+use crate::common::{DIM, Fixture, fixture, store};
 
 const WORDS: &[&str] = &[
     "apple", "river", "stone", "cloud", "engine", "garden", "winter", "copper", "signal", "harbor",
     "lantern", "meadow", "violet", "falcon", "pepper", "saddle",
 ];
-
-fn store(f: &Fixture, agent: &str, content: &str) -> i64 {
-    let out = f
-        .engine
-        .store(&StoreRequest {
-            agent_id: agent.into(),
-            content: content.into(),
-            ..StoreRequest::default()
-        })
-        .unwrap();
-    match out.id {
-        Some(StoreId::Row(id)) => id,
-        other => panic!("not stored: {other:?}"),
-    }
-}
 
 /// 80 rows of agent `a`, 5 of agent `b`: more than the depth of the small-depth engine.
 fn corpus(f: &Fixture) {

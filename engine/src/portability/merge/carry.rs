@@ -88,17 +88,7 @@ pub(super) fn carry(
             "SELECT id, project_id, channel, name, normalized, declared_by, created_at_ms \
              FROM entities WHERE agent_id = ? ORDER BY id",
         )?;
-        let rows = stmt.query_map([source], |r| {
-            Ok((
-                r.get(0)?,
-                r.get(1)?,
-                r.get(2)?,
-                r.get(3)?,
-                r.get(4)?,
-                r.get(5)?,
-                r.get(6)?,
-            ))
-        })?;
+        let rows = stmt.query_map([source], |r| r.try_into())?;
         rows.collect::<rusqlite::Result<_>>()?
     };
     let mut entities: HashMap<i64, i64> = HashMap::new();
@@ -182,20 +172,7 @@ fn carry_relations(
              object_id, anchor_ref, declared_by, declared_at_ms FROM relations \
              WHERE agent_id = ? ORDER BY id",
         )?;
-        let rows = stmt.query_map([source], |r| {
-            Ok((
-                r.get(0)?,
-                r.get(1)?,
-                r.get(2)?,
-                r.get(3)?,
-                r.get(4)?,
-                r.get(5)?,
-                r.get(6)?,
-                r.get(7)?,
-                r.get(8)?,
-                r.get(9)?,
-            ))
-        })?;
+        let rows = stmt.query_map([source], |r| r.try_into())?;
         rows.collect::<rusqlite::Result<_>>()?
     };
     for (project, channel, s_kind, s_id, predicate, o_kind, o_id, anchor, by, at) in relations {
