@@ -70,6 +70,16 @@ pub enum Error {
     /// An import file is malformed.
     #[error("import file malformed at line {line}: {reason}")]
     ImportMalformed { line: usize, reason: String },
+    /// A reconstruct `mode`'s token cap is below its smallest response (the first item's
+    /// head with one claim): nothing was cut to fit it.
+    #[error(
+        "cap_below_minimum: the {mode} mode's cap of {cap} cl100k_base tokens is below the smallest response ({minimum} tokens: the first item's head quote with one claim); ask without a mode or narrow the query"
+    )]
+    CapBelowMinimum {
+        mode: &'static str,
+        cap: usize,
+        minimum: usize,
+    },
     /// The engine configuration is invalid.
     #[error("invalid config {field}: {reason}")]
     InvalidConfig { field: &'static str, reason: String },
@@ -90,6 +100,7 @@ impl Error {
             | Error::PathRefused { .. }
             | Error::ImportMalformed { .. }
             | Error::InvalidConfig { .. }
+            | Error::CapBelowMinimum { .. }
             | Error::Recall(_) => true,
             Error::Calibration(_) => false,
             Error::Embed(_)

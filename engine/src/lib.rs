@@ -21,6 +21,7 @@ pub mod source;
 pub mod taxonomy;
 pub mod text;
 pub mod time;
+pub mod tokens;
 pub mod trace;
 pub mod vector;
 
@@ -39,6 +40,7 @@ mod recall_credit;
 mod recall_engine;
 mod recall_facts;
 mod reconstruct_engine;
+mod reconstruct_mode;
 pub use arm_probe::LexicalArms;
 pub use arms::lexical::{CapActed, CapPolicy};
 pub use arms::vector::VectorTableReport;
@@ -85,7 +87,6 @@ pub use recall_engine::{
     CALIBRATION_SAMPLE_ROWS, CalibrationOutcome, MAX_MEMORIES, POOL_COUNT_CAP, PREFILTER_MIN_ROWS,
     RecallQuery, RecallResult, RecallTimings, SCORING_VERSION, VectorReport,
 };
-pub use reconstruct_engine::{
-    GRAPH_ROW_CAP, ReconstructMode, ReconstructRequest, ReconstructResult,
-};
+pub use reconstruct_engine::{GRAPH_ROW_CAP, ReconstructRequest, ReconstructResult};
+pub use reconstruct_mode::{ModeReport, ReconstructMode, TokenCapCut};
 pub use scope::Scope;

@@ -4,10 +4,10 @@
 //!
 //! The candidate recall gets the caller's `time_cue` (a prior and held places, never a filter:
 //! recall's own contract) and `source_id` (recall's prefix filter), so both act exactly as in
-//! `recall`. A `mode` (reference §4.2 step 11) sets its window and default budget and skips the
-//! relation walk; its token cap (cl100k_base tokens of the returned JSON) is not applied in this
-//! build and the response says so (`mode.token_cap_applied: false`). Without `trace`, a mode
-//! returns the shortened shape (`reconstruct/compact.rs`) and `mode` lists what it dropped.
+//! `recall`. A `mode` (reference §4.2 step 11, `reconstruct_mode.rs`) sets its window and
+//! default budget, skips the relation walk and, without `trace`, returns the shortened shape
+//! (`reconstruct/compact.rs`) fitted to its cap on `cl100k_base` tokens of the JSON the
+//! server returns ([`ReconstructResult::wire_body`], the one body both count and send).
 //!
 //! Must never write (this is a read path), read a row outside the caller's scope, or let the
 //! count reach the recall call.
@@ -20,7 +20,7 @@ use rusqlite::{Connection, OptionalExtension};
 use serde::Serialize;
 
 use crate::engine::Engine;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::recall::cue::TimeCue;
 use crate::recall::deliberate::CueResponse;
 use crate::recall::{Ref, RefKind};
@@ -29,80 +29,12 @@ use crate::reconstruct::bundle::{Candidate, DeclaredLink, EntityGraph};
 use crate::reconstruct::compact::{Compacted, compact};
 use crate::reconstruct::window::candidate_limit_with;
 use crate::reconstruct::{Mutation, ReconstructResponse, window};
+use crate::reconstruct_mode::{
+    Attempt, Fitting, ModeReport, ReconstructMode, TokenCapCut, fit_to_cap, settle_used_tokens,
+};
 use crate::scope::Scope;
+use crate::tokens::cl100k_tokens;
 use crate::{RecallQuery, config::ReconstructConfig};
-
-/// A reconstruct `mode` (reference cpersona-2.6.14 §4.2 step 11).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ReconstructMode {
-    /// Compact: a 2,800-character default budget, no relation walk.
-    Lite,
-    /// Wide: 15 items (the maximum raised to at least 15), the maximum budget as the
-    /// default, no relation walk.
-    Pro,
-}
-
-impl ReconstructMode {
-    /// Lite's default budget in characters of quoted text (shipped value).
-    pub const LITE_BUDGET: usize = 2_800;
-    /// Pro's count (shipped value).
-    pub const PRO_COUNT: usize = 15;
-
-    /// The cap on `cl100k_base` tokens of the returned JSON CPersona enforces (not applied
-    /// here: no such tokenizer in this build).
-    pub fn token_cap(self) -> usize {
-        match self {
-            Self::Lite => 3_000,
-            Self::Pro => 5_000,
-        }
-    }
-
-    /// The wire name.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Lite => "lite",
-            Self::Pro => "pro",
-        }
-    }
-
-    /// The configuration under this mode: pro raises the maximum to at least 15 and makes 15
-    /// the default (a forced count still wins).
-    pub fn config(self, mut config: ReconstructConfig) -> ReconstructConfig {
-        if self == Self::Pro {
-            config.max_count = config.max_count.max(Self::PRO_COUNT);
-            config.default_count = Self::PRO_COUNT;
-        }
-        config
-    }
-
-    /// The default budget under this mode (`forced ?? requested ?? this`).
-    pub fn default_budget(self, config: &ReconstructConfig) -> usize {
-        match self {
-            Self::Lite => Self::LITE_BUDGET,
-            Self::Pro => config.max_budget,
-        }
-    }
-}
-
-/// What a `mode` did, reported in the result.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct ModeReport {
-    /// `lite` or `pro`.
-    pub mode: &'static str,
-    /// The token cap CPersona would enforce.
-    pub token_cap: usize,
-    /// Always false in this build: the cap is not enforced (no cl100k_base tokenizer).
-    pub token_cap_applied: bool,
-    /// The relation walk is skipped under a mode.
-    pub walk: &'static str,
-    /// `compact` (the mode's shortened shape) or `full` (under `trace`, which keeps every
-    /// field).
-    pub shape: &'static str,
-    /// What the compact shape dropped and which bounds cut (`reconstruct/compact.rs`).
-    #[serde(flatten)]
-    pub compacted: Compacted,
-}
 
 /// Entity relations and mentions read per call at most: the walk's own bound on a large
 /// declared graph (the walk reports `max_hops` when it stopped an edge, and this cap is
@@ -143,6 +75,9 @@ pub struct ReconstructRequest {
     pub mode: Option<ReconstructMode>,
     /// The clock the time cue resolves against; `None` = now (tests pin it).
     pub now_ms: Option<i64>,
+    /// The embedder advisory the server attaches to the body: part of what a mode's token
+    /// cap counts, and carried into [`ReconstructResult::wire_body`].
+    pub wire_advisory: Option<serde_json::Value>,
 }
 
 /// A reconstruct's answer: the response body, recall's notices and where the time went.
@@ -163,6 +98,107 @@ pub struct ReconstructResult {
     pub recall_ms: f64,
     /// Milliseconds reading contexts, bundling, quoting and allocating.
     pub assemble_ms: f64,
+    /// The request's `wire_advisory`, attached by [`ReconstructResult::wire_body`].
+    #[serde(skip)]
+    pub wire_advisory: Option<serde_json::Value>,
+}
+
+impl ReconstructResult {
+    /// The JSON the server returns: the response body plus the embedder advisory, recall's
+    /// notices, the candidate recall's `time_cue` block and the `mode` report. A mode's token
+    /// cap counts exactly this (the server adds only `trace.timings_ms`, under `trace`, where
+    /// the cap does not apply).
+    pub fn wire_body(&self) -> serde_json::Value {
+        wire_body(
+            &self.response,
+            &self.advisories,
+            self.time_cue.as_ref(),
+            self.mode.as_ref(),
+            self.wire_advisory.as_ref(),
+        )
+    }
+}
+
+fn wire_body(
+    response: &ReconstructResponse,
+    notices: &[String],
+    time_cue: Option<&CueResponse>,
+    mode: Option<&ModeReport>,
+    advisory: Option<&serde_json::Value>,
+) -> serde_json::Value {
+    use serde_json::Value as Json;
+    let mut body = json_of(response);
+    if let Some(object) = body.as_object_mut() {
+        if let Some(advisory) = advisory {
+            object.insert("advisory".to_owned(), advisory.clone());
+        }
+        if !notices.is_empty() {
+            object.insert(
+                "notices".to_owned(),
+                Json::Array(notices.iter().cloned().map(Json::from).collect()),
+            );
+        }
+        if let Some(cue) = time_cue {
+            object.insert("time_cue".to_owned(), json_of(cue));
+        }
+        if let Some(mode) = mode {
+            object.insert("mode".to_owned(), json_of(mode));
+        }
+    }
+    body
+}
+
+/// Serialising these plain structs cannot fail (string keys, no non-finite floats reachable
+/// from a response); a failure would show as a `null` field, never a panic.
+fn json_of(value: &impl Serialize) -> serde_json::Value {
+    serde_json::to_value(value).unwrap_or(serde_json::Value::Null)
+}
+
+/// A mode's report before the cap is settled.
+fn mode_report(
+    mode: ReconstructMode,
+    cut: Option<TokenCapCut>,
+    compacted: Compacted,
+) -> ModeReport {
+    ModeReport {
+        mode: mode.name(),
+        token_cap: mode.token_cap(),
+        token_cap_applied: false,
+        token_cap_skipped: None,
+        used_tokens: None,
+        token_cap_cut: cut,
+        walk: "skipped",
+        shape: "compact",
+        compacted,
+    }
+}
+
+/// `response` in the mode's compact shape with its report, `used_tokens` settled against
+/// `body` (the whole returned JSON): `(response, report, used tokens)`.
+fn shape(
+    mode: ReconstructMode,
+    mut response: ReconstructResponse,
+    cut: Option<TokenCapCut>,
+    body: impl Fn((&ReconstructResponse, &ModeReport)) -> serde_json::Value,
+) -> (ReconstructResponse, ModeReport, usize) {
+    let mut compacted = compact(&mut response);
+    if cut.is_some() {
+        compacted.cut_by.push("token_cap");
+    }
+    let mut report = mode_report(mode, cut, compacted);
+    report.token_cap_applied = true;
+    let used = settle_used_tokens(|said| {
+        report.used_tokens = Some(said);
+        cl100k_tokens(&body((&response, &report)).to_string())
+    });
+    report.used_tokens = Some(used);
+    (response, report, used)
+}
+
+impl Fitting for ReconstructResponse {
+    fn pieces_kept(&self) -> usize {
+        self.pieces_kept
+    }
 }
 
 fn ms(since: Instant) -> f64 {
@@ -379,7 +415,7 @@ impl Engine {
             .query_vector
             .as_deref()
             .filter(|_| mutation != Mutation::BlocksIgnored);
-        let mut response = self.read(|conn| {
+        let (response, mode) = self.read(|conn| {
             // Recall's rows are last-is-best: the pool is best first.
             let mut candidates = Vec::with_capacity(recall.response.messages.len());
             for message in recall.response.messages.iter().rev() {
@@ -429,34 +465,87 @@ impl Engine {
                 trace: req.trace,
                 gate_fallback: recall.response.gate_fallback,
                 mode_budget: req.mode.map(|m| m.default_budget(&config)),
+                piece_limit: None,
             };
-            let response = assemble_with(
-                &config, &request, candidates, &links, &graph, &mut fetch, mutation,
-            );
+            let mut build = |attempt: Attempt| {
+                let request = Request {
+                    max_evidence: attempt.max_evidence,
+                    piece_limit: attempt.limit,
+                    ..request.clone()
+                };
+                assemble_with(
+                    &config,
+                    &request,
+                    candidates.clone(),
+                    &links,
+                    &graph,
+                    &mut fetch,
+                    mutation,
+                )
+            };
+            let out = match req.mode {
+                // The trace keeps the full shape and is never cut (reference §4.2 step 11).
+                Some(mode) if req.trace => {
+                    let response = build(Attempt {
+                        limit: None,
+                        max_evidence: request.max_evidence,
+                    });
+                    let mut report = mode_report(mode, None, Compacted::default());
+                    report.token_cap_skipped = Some("trace");
+                    report.shape = "full";
+                    (response, Some(report))
+                }
+                Some(mode) => {
+                    let shaped = |response: &ReconstructResponse, cut: Option<TokenCapCut>| {
+                        shape(mode, response.clone(), cut, |body| {
+                            wire_body(
+                                body.0,
+                                &advisories,
+                                recall.response.time_cue.as_ref(),
+                                Some(body.1),
+                                req.wire_advisory.as_ref(),
+                            )
+                        })
+                    };
+                    let fitted = fit_to_cap(
+                        mode.token_cap(),
+                        request.max_evidence,
+                        &mut build,
+                        |r, cut| shaped(r, cut).2,
+                    );
+                    match fitted {
+                        Ok((response, cut)) => {
+                            let (response, report, _) = shaped(&response, cut);
+                            (response, Some(report))
+                        }
+                        Err(small) => {
+                            return Err(Error::CapBelowMinimum {
+                                mode: mode.name(),
+                                cap: mode.token_cap(),
+                                minimum: small.minimum,
+                            });
+                        }
+                    }
+                }
+                None => (
+                    build(Attempt {
+                        limit: None,
+                        max_evidence: request.max_evidence,
+                    }),
+                    None,
+                ),
+            };
             match failure {
                 Some(err) => Err(err),
-                None => Ok(response),
+                None => Ok(out),
             }
         })?;
-        // A mode's shape (reference §4.2 step 11); the trace keeps the full one.
-        let compact_shape = req.mode.is_some() && !req.trace;
-        let compacted = if compact_shape {
-            compact(&mut response)
-        } else {
-            Compacted::default()
-        };
         Ok(ReconstructResult {
             response,
             advisories,
             time_cue: recall.response.time_cue,
-            mode: req.mode.map(|m| ModeReport {
-                mode: m.name(),
-                token_cap: m.token_cap(),
-                token_cap_applied: false,
-                walk: "skipped",
-                shape: if compact_shape { "compact" } else { "full" },
-                compacted,
-            }),
+            mode,
+            wire_advisory: req.wire_advisory.clone(),
             recall_ms,
             assemble_ms: ms(started),
         })

@@ -5,7 +5,10 @@
 //! For counts 1, 3, 5, 10 and budgets 800 (one head quote), the default for that count and
 //! twice that default it reports, per cell: evidence recall among the returned items' claims
 //! and among the rows whose text is quoted (head or excerpt), quoted characters carried,
-//! response bytes, the share of items with more than one claim, and latency p50/p95.
+//! response bytes, the share of items with more than one claim, and latency p50/p95. A
+//! second table runs each `mode` (none, lite, pro) as the mode sets count and budget: evidence
+//! recall among the items' refs, `cl100k_base` tokens of the returned JSON, the share of calls
+//! the mode's token cap cut, and latency.
 //!
 //! Run (every conversation and question unless limited):
 //! `cargo run --example reconstruct_sweep -- [--embedder minilm|hash] [--model-dir DIR]
@@ -25,8 +28,8 @@ use cpersona_engine::embed::{BuiltinEmbedder, Embedder, HashEmbedder};
 use cpersona_engine::reconstruct::budget;
 use cpersona_engine::time::format_ms;
 use cpersona_engine::{
-    ArchiveEpisodeRequest, Engine, EngineConfig, ReconstructConfig, ReconstructRequest, StoreId,
-    StoreRequest,
+    ArchiveEpisodeRequest, Engine, EngineConfig, ReconstructConfig, ReconstructMode,
+    ReconstructRequest, StoreId, StoreRequest,
 };
 use cpersona_scale::quality::dates::parse_conversation_time;
 use serde_json::{Value, json};
@@ -312,6 +315,82 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     }
     println!("{table}");
+    println!("{}", modes_table(&engine, &questions, &dia_of)?);
     std::fs::remove_dir_all(&dir)?;
     Ok(())
+}
+
+/// The modes beside the default shape (count and budget as each mode sets them): evidence
+/// recall among the items' refs (head and claims; a mode gives a lone head claim as the
+/// item's `as_of`), the `cl100k_base` tokens of the returned JSON (`mode.used_tokens`), the
+/// share of calls the token cap cut, and latency (token counting included).
+fn modes_table(
+    engine: &Engine,
+    questions: &[Question],
+    dia_of: &BTreeMap<String, String>,
+) -> Result<Table, Box<dyn std::error::Error>> {
+    let mut table = Table::new();
+    table.set_header(vec![
+        "mode",
+        "evidence recall (items' refs)",
+        "items",
+        "tokens p50",
+        "tokens max",
+        "cut by the token cap",
+        "p50 ms",
+        "p95 ms",
+    ]);
+    for mode in [
+        None,
+        Some(ReconstructMode::Lite),
+        Some(ReconstructMode::Pro),
+    ] {
+        let (mut recall, mut items, mut cut) = (0.0, 0usize, 0usize);
+        let (mut tokens, mut latencies) = (Vec::new(), Vec::new());
+        for q in questions {
+            let t = Instant::now();
+            let result = engine.reconstruct(&ReconstructRequest {
+                agent_id: q.agent.clone(),
+                query: q.text.clone(),
+                mode,
+                ..ReconstructRequest::default()
+            })?;
+            latencies.push(t.elapsed().as_secs_f64() * 1000.0);
+            let report = result.mode.as_ref();
+            tokens.push(report.and_then(|m| m.used_tokens).unwrap_or_else(|| {
+                cpersona_engine::tokens::cl100k_tokens(&result.wire_body().to_string())
+            }) as f64);
+            cut += usize::from(report.is_some_and(|m| m.token_cap_cut.is_some()));
+            let body = serde_json::to_value(&result.response)?;
+            let dia = |r: &Value| {
+                r.as_str()
+                    .and_then(|r| dia_of.get(&format!("{}/{r}", q.agent)))
+                    .cloned()
+            };
+            let mut held = BTreeSet::new();
+            for item in body["items"].as_array().into_iter().flatten() {
+                items += 1;
+                held.extend(dia(&item["head_ref"]));
+                for c in item["claims"].as_array().into_iter().flatten() {
+                    held.extend(dia(&c["ref"]));
+                }
+            }
+            recall += q.evidence.intersection(&held).count() as f64 / q.evidence.len() as f64;
+        }
+        let n = questions.len().max(1) as f64;
+        latencies.sort_by(f64::total_cmp);
+        tokens.sort_by(f64::total_cmp);
+        table.add_row(vec![
+            mode.map_or("none (count 10)", ReconstructMode::name)
+                .to_owned(),
+            format!("{:.3}", recall / n),
+            format!("{:.2}", items as f64 / n),
+            format!("{:.0}", percentile(&tokens, 0.50)),
+            format!("{:.0}", tokens.last().copied().unwrap_or(0.0)),
+            format!("{:.3}", cut as f64 / n),
+            format!("{:.1}", percentile(&latencies, 0.50)),
+            format!("{:.1}", percentile(&latencies, 0.95)),
+        ]);
+    }
+    Ok(table)
 }

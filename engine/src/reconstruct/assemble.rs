@@ -39,6 +39,9 @@ pub struct Request<'a> {
     pub gate_fallback: bool,
     /// The default budget of the caller's `mode`, when one was asked.
     pub mode_budget: Option<usize>,
+    /// Pieces of the allocation sequence allowed beside the budget (a mode's token cap
+    /// searches over these; `None` = the budget alone decides). At least the first head.
+    pub piece_limit: Option<usize>,
 }
 
 /// Bounds that acted (`bounds`).
@@ -133,6 +136,9 @@ pub struct ReconstructResponse {
     /// The audit, under trace.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub trace: Option<Trace>,
+    /// Pieces of the allocation sequence kept (what a mode's token cap searches over).
+    #[serde(skip)]
+    pub pieces_kept: usize,
 }
 
 /// Reconstructs from `candidates` (best first). `fetch` reads a record the walk reached,
@@ -231,12 +237,23 @@ pub(crate) fn assemble_with(
         })
         .collect();
     let sequence = budget::sequence_with(&sizes, resolved.effective, mutation);
-    let (taken_pieces, used) = budget::allocate(&sequence, resolved.effective);
+    let (by_budget, used_by_budget) = budget::allocate(&sequence, resolved.effective);
+    // A piece limit only shortens the budget's prefix (the first head always stays).
+    let taken_pieces = match request.piece_limit {
+        Some(limit) => by_budget.min(limit.max(1)),
+        None => by_budget,
+    };
+    let used: usize = if taken_pieces == by_budget {
+        used_by_budget
+    } else {
+        sequence[..taken_pieces].iter().map(|p| p.chars).sum()
+    };
     let admitted: BTreeSet<(usize, Slot)> = sequence[..taken_pieces]
         .iter()
         .map(|p| (p.item, p.slot))
         .collect();
-    let budget_cut = taken_pieces < sequence.len();
+    // The character budget's own cut; a piece limit's is reported by its caller.
+    let budget_cut = by_budget < sequence.len();
     let window_items = built.len();
     let mut returned: Vec<Item> = Vec::with_capacity(built.len());
     for (n, mut item) in built.into_iter().enumerate() {
@@ -342,5 +359,6 @@ pub(crate) fn assemble_with(
             taken: taken_pieces,
         }),
         items: returned,
+        pieces_kept: taken_pieces,
     }
 }

@@ -20,6 +20,8 @@ pub mod window;
 #[cfg(test)]
 mod block_tests;
 #[cfg(test)]
+mod cap_tests;
+#[cfg(test)]
 mod mode_tests;
 #[cfg(test)]
 mod request_tests;

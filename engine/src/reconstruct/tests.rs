@@ -63,6 +63,7 @@ fn run_with(
         trace: false,
         gate_fallback: false,
         mode_budget: None,
+        piece_limit: None,
     };
     assemble_with(
         config,

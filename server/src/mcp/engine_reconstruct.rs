@@ -1,8 +1,8 @@
 //! `reconstruct` over the engine: wire arguments become a `ReconstructRequest` (the time cue
-//! parsed exactly as `recall` parses it, `source_id` and `mode` passed down), the engine's
-//! response body is sent as is, plus the embedder advisory, recall's notices, the candidate
-//! recall's `time_cue` block and what the `mode` did (its token cap is reported not applied:
-//! it never pretends to have applied one). No ranking, bundling or budgeting happens here.
+//! parsed exactly as `recall` parses it, `source_id` and `mode` passed down, the embedder
+//! advisory handed over so a mode's token cap counts it), and the engine's body is sent as is:
+//! the response, the advisory, recall's notices, the candidate recall's `time_cue` block and
+//! what the `mode` did. No ranking, bundling, budgeting or token counting happens here.
 
 use cpersona_engine::{ReconstructMode, ReconstructRequest};
 use serde_json::{Value, json};
@@ -42,31 +42,17 @@ pub(crate) fn reconstruct(backend: &EngineBackend, args: wire::ReconstructArgs) 
         source_id: args.source_id,
         mode,
         now_ms: None,
+        wire_advisory: backend.advisory(),
     };
     let result = backend
         .engine()
         .reconstruct(&request)
         .map_err(engine_error)?;
-    let mut body = serde_json::to_value(&result.response)
-        .map_err(|err| ToolError::internal(format!("cannot encode the response: {err}")))?;
-    let Some(object) = body.as_object_mut() else {
-        return Err(ToolError::internal("reconstruct response is not an object"));
-    };
-    if let Some(advisory) = backend.advisory() {
-        object.insert("advisory".to_owned(), advisory);
-    }
-    let notices: Vec<Value> = result.advisories.into_iter().map(Value::from).collect();
-    if !notices.is_empty() {
-        object.insert("notices".to_owned(), Value::Array(notices));
-    }
-    if let Some(cue) = &result.time_cue {
-        object.insert("time_cue".to_owned(), to_json(cue)?);
-    }
-    if let Some(mode) = &result.mode {
-        object.insert("mode".to_owned(), to_json(mode)?);
-    }
+    // The engine builds the body it counted under a mode's token cap; only the trace's
+    // timings are added here (the cap never applies under `trace`).
+    let mut body = result.wire_body();
     if args.trace
-        && let Some(trace) = object.get_mut("trace").and_then(Value::as_object_mut)
+        && let Some(trace) = body.get_mut("trace").and_then(Value::as_object_mut)
     {
         trace.insert(
             "timings_ms".to_owned(),
@@ -74,9 +60,4 @@ pub(crate) fn reconstruct(backend: &EngineBackend, args: wire::ReconstructArgs) 
         );
     }
     Ok(body)
-}
-
-fn to_json(value: &impl serde::Serialize) -> Result<Value, ToolError> {
-    serde_json::to_value(value)
-        .map_err(|err| ToolError::internal(format!("cannot encode the response: {err}")))
 }

@@ -169,7 +169,8 @@ async fn reconstruct_bundles_versions_and_reports_its_window() {
     assert!(!error, "{body}");
     assert_eq!(body["returned_count"], 0, "{body}");
 
-    // A mode is applied and says what it did; its token cap is said not applied.
+    // A mode is applied and says what it did, its token cap included: `used_tokens` counts
+    // the very body the client received (the cap is on cl100k_base tokens of that JSON).
     let (error, body) = call(
         &client,
         json!({"agent_id": "a", "query": "copper kettle", "mode": "lite"}),
@@ -177,7 +178,15 @@ async fn reconstruct_bundles_versions_and_reports_its_window() {
     .await;
     assert!(!error, "{body}");
     assert_eq!(body["mode"]["mode"], "lite");
-    assert_eq!(body["mode"]["token_cap_applied"], false);
+    assert_eq!(body["mode"]["token_cap_applied"], true, "{body}");
+    assert_eq!(body["mode"]["token_cap"], 3000, "{body}");
+    let used = body["mode"]["used_tokens"].as_u64().expect("used_tokens") as usize;
+    assert_eq!(
+        used,
+        cpersona_engine::tokens::cl100k_tokens(&body.to_string()),
+        "{body}"
+    );
+    assert!(used <= 3000);
     // The short shape (reference §4.2 step 11), and the mode says what it dropped.
     assert_eq!(body["mode"]["shape"], "compact", "{body}");
     assert!(body["items"][0].get("ranges").is_none(), "{body}");
