@@ -73,8 +73,9 @@ pub struct ReconstructArgs {
     /// When the sought memory happened.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub time_cue: Option<TimeCue>,
-    /// `lite` (2,800 characters of quotes by default, no relation walk) or `pro` (15 items, the
-    /// maximum budget, no relation walk); CPersona's token caps are not enforced (said in `mode`).
+    /// `lite` (2,800 characters of quotes by default, at most 3,000 cl100k_base tokens of JSON,
+    /// no relation walk) or `pro` (15 items, the maximum budget, at most 5,000 tokens, no
+    /// relation walk); `mode.used_tokens` and `mode.token_cap_cut` say what the cap did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mode: Option<ReconstructMode>,
     /// Legacy alias of `mode: "lite"`; not with `mode`.
