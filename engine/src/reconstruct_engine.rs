@@ -241,6 +241,7 @@ fn read_candidate(
                     ts_ms: Some(row.get(6)?),
                     span: None,
                     blocks: None,
+                    reserved: false,
                 })
             })
             .optional()?,
@@ -263,6 +264,7 @@ fn read_candidate(
                     ts_ms: start,
                     span: start.map(|s| (s, end.unwrap_or(s))),
                     blocks: None,
+                    reserved: false,
                 })
             })
             .optional()?,
@@ -274,6 +276,12 @@ fn read_candidate(
         row.blocks = crate::derived::block_choice(conn, r, &row.text, query)?;
     }
     Ok(Some(row))
+}
+
+/// Recall's held places: association and propagation seats (`reservation`) and time-cue
+/// seats; a gate-fallback row is ranked, not held.
+fn is_held_place(admission: Option<&str>) -> bool {
+    matches!(admission, Some("reservation" | "time_cue_seat"))
 }
 
 fn kind_of(text: &str) -> Option<RefKind> {
@@ -420,9 +428,10 @@ impl Engine {
             let mut candidates = Vec::with_capacity(recall.response.messages.len());
             for message in recall.response.messages.iter().rev() {
                 // A row gone since recall read it has no provenance left: it is excluded.
-                candidates.push(
-                    read_candidate(conn, &scope, message.r#ref, query_vector)?.unwrap_or_default(),
-                );
+                let mut row =
+                    read_candidate(conn, &scope, message.r#ref, query_vector)?.unwrap_or_default();
+                row.reserved = is_held_place(message.match_reason.admission);
+                candidates.push(row);
             }
             let pool: BTreeSet<Ref> = candidates.iter().filter_map(|c| c.r#ref).collect();
             let links = read_links(conn, &scope, &pool)?;

@@ -73,7 +73,7 @@ pub struct Report {
     /// Clusters the keys formed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cluster_count: Option<usize>,
-    /// Clusters the window selected.
+    /// Clusters the window selected, held items included.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub selected_count: Option<usize>,
     /// Candidates dropped for lack of a `mem:`/`ep:` ref (or vanished before they were read).
@@ -124,6 +124,12 @@ pub struct ReconstructResponse {
     /// Bounds that acted.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub bounds: Option<Bounds>,
+    /// Held items returned (after the window, `admission: "reservation"`), when any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reserved_count: Option<usize>,
+    /// Held items the budget did not carry, when any (a mode's shape drops the field).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reserved_omitted: Option<usize>,
     /// Rows excluded, and the counts under trace.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reconstruction: Option<Report>,
@@ -175,13 +181,27 @@ pub(crate) fn assemble_with(
     let candidate_count = candidates.len();
     let (pool, excluded) = bundle::dedup_with(candidates, mutation);
     let (clusters, whys) = bundle::bundle(&pool, links, config.adjacency_ms);
-    let selected = &clusters[..window.effective.min(clusters.len())];
+    // The window: the first `effective` clusters holding a ranked row. Held items: the other
+    // clusters holding a row recall admitted to a held place; they follow the window
+    // (reference §4.2 step 5) and never take a window place.
+    let mut selected: Vec<&bundle::Cluster> = Vec::new();
+    let mut held: Vec<&bundle::Cluster> = Vec::new();
+    for cluster in &clusters {
+        let rows = || cluster.members.iter().map(|&i| &pool[i]);
+        if selected.len() < window.effective && rows().any(|c| !c.reserved) {
+            selected.push(cluster);
+        } else if window.effective > 0 && rows().any(|c| c.reserved) {
+            held.push(cluster);
+        }
+    }
+    let window_items = selected.len();
+    selected.extend(held);
 
     // The walk, item by item: a record goes to the first item that reaches it.
     let mut taken: BTreeSet<Ref> = pool.iter().filter_map(|c| c.r#ref).collect();
     let mut hops_cut = false;
     let mut walked: Vec<Vec<(Walked, Candidate)>> = Vec::with_capacity(selected.len());
-    for cluster in selected {
+    for cluster in &selected {
         let seeds: Vec<Ref> = cluster
             .members
             .iter()
@@ -211,17 +231,21 @@ pub(crate) fn assemble_with(
     let mut built: Vec<Item> = Vec::with_capacity(selected.len());
     for (position, cluster) in selected.iter().enumerate() {
         let members = items::members(cluster, &pool, &whys, &walked[position]);
-        let (item, cut) =
+        let (mut item, cut) =
             items::build_with(&members, budget::head_cap(config, position), &ctx, mutation);
+        if position >= window_items {
+            item.admission = Some("reservation");
+        }
         evidence_cut |= cut;
         built.push(item);
     }
 
     // The payload budget: the longest prefix of one fixed sequence.
+    // The default budget covers the held items' heads too (reference §4.2 step 9).
     let resolved = budget::resolve_in_mode(
         config,
         request.budget,
-        window.effective,
+        window.effective + (selected.len() - window_items),
         request.mode_budget,
     );
     let sizes: Vec<(usize, Vec<usize>)> = built
@@ -254,7 +278,6 @@ pub(crate) fn assemble_with(
         .collect();
     // The character budget's own cut; a piece limit's is reported by its caller.
     let budget_cut = by_budget < sequence.len();
-    let window_items = built.len();
     let mut returned: Vec<Item> = Vec::with_capacity(built.len());
     for (n, mut item) in built.into_iter().enumerate() {
         if !admitted.contains(&(n, Slot::Head)) {
@@ -271,6 +294,9 @@ pub(crate) fn assemble_with(
         returned.push(item);
     }
 
+    let reserved = returned.iter().filter(|i| i.admission.is_some()).count();
+    let window_returned = returned.len() - reserved;
+    let reserved_omitted = selected.len() - window_items - reserved;
     let returned_count = match mutation {
         Mutation::ReturnedIsEffective => window.effective,
         _ => returned.len(),
@@ -279,11 +305,11 @@ pub(crate) fn assemble_with(
         Some("count_zero")
     } else if pool.is_empty() {
         Some("no_relevant_evidence")
-    } else if returned.len() < window_items {
+    } else if window_returned < window_items {
         Some("budget_exhausted")
-    } else if returned.len() < window.effective && request.gate_fallback {
+    } else if window_returned < window.effective && request.gate_fallback {
         Some("below_quality_threshold")
-    } else if returned.len() < window.effective {
+    } else if window_returned < window.effective {
         Some("exhausted_candidates")
     } else {
         None
@@ -329,6 +355,8 @@ pub(crate) fn assemble_with(
         effective_budget: spend.then_some(resolved.effective),
         used_budget: spend.then_some(used),
         bounds,
+        reserved_count: (reserved > 0).then_some(reserved),
+        reserved_omitted: (reserved_omitted > 0).then_some(reserved_omitted),
         reconstruction: (trace || excluded > 0).then(|| Report {
             policy: trace.then_some(super::POLICY_VERSION),
             candidate_count: trace.then_some(candidate_count),

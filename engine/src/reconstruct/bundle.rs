@@ -38,6 +38,9 @@ pub struct Candidate {
     /// The record's blocks ranked against the query vector, when it has a rankable set
     /// (quotes then pick blocks; else the text heuristic).
     pub blocks: Option<crate::blocks::BlockChoice>,
+    /// Recall admitted the row to a held place (a cue seat, an association or propagation
+    /// seat), not by rank: its cluster becomes a held item unless a ranked row shares it.
+    pub reserved: bool,
 }
 
 /// Why a row is in its item.

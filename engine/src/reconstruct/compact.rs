@@ -5,8 +5,8 @@
 //! Pure: it rewrites an assembled response and returns what it took out, so the caller can
 //! still say which fields went and which bounds cut ([`Compacted`]). It must never drop an
 //! item, an excerpt, a quote or a cut count (`claims_omitted`, `excerpts_omitted`,
-//! `shortfall_reason` stay), and never run under `trace` (the trace is the full shape).
-//! `reserved_omitted` does not exist in this build (no held items), so it is never listed.
+//! `shortfall_reason`, `reserved_count` stay), and never run under `trace` (the trace is the
+//! full shape).
 
 use serde::Serialize;
 
@@ -16,8 +16,8 @@ use super::assemble::ReconstructResponse;
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct Compacted {
     /// Fields the shape dropped that the full response would have carried, in the order
-    /// `ranges`, `bounds`, `effective_budget`, `used_budget`, `claims` (an item's lone head
-    /// claim, given as the item's `as_of`).
+    /// `ranges`, `bounds`, `effective_budget`, `used_budget`, `reserved_omitted`, `claims` (an
+    /// item's lone head claim, given as the item's `as_of`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub omitted_fields: Vec<&'static str>,
     /// The bounds that cut something, carried over from the dropped `bounds.omitted` and
@@ -57,6 +57,9 @@ pub fn compact(response: &mut ReconstructResponse) -> Compacted {
     }
     if response.used_budget.take().is_some() {
         out.omitted_fields.push("used_budget");
+    }
+    if response.reserved_omitted.take().is_some() {
+        out.omitted_fields.push("reserved_omitted");
     }
     if claims {
         out.omitted_fields.push("claims");

@@ -133,6 +133,59 @@ fn a_time_cue_is_a_prior_never_a_filter_and_is_reported() {
 }
 
 #[test]
+fn rows_a_time_cue_seats_become_held_items_after_the_window() {
+    let (_dir, engine) = engine();
+    corpus(&engine);
+    let cue = TimeCue::from_json(&json!({
+        "after": "2025-06-01", "before": "2025-06-30", "confidence": "sure"
+    }))
+    .unwrap();
+    let now = Some(1_767_225_600_000); // 2026-01-01
+    let recall = engine
+        .recall(&crate::RecallQuery {
+            agent_id: "a".into(),
+            query: "roses pruned garden".into(),
+            limit: 3,
+            time_cue: Some(cue),
+            now_ms: now,
+            ..crate::RecallQuery::default()
+        })
+        .unwrap();
+    let seated: Vec<Ref> = recall
+        .response
+        .messages
+        .iter()
+        .filter(|m| m.match_reason.admission == Some("time_cue_seat"))
+        .map(|m| m.r#ref)
+        .collect();
+    assert!(!seated.is_empty(), "the cue seats a row past the top 3");
+    let r = ask(&engine, |r| {
+        r.count = Some(3);
+        r.top_k = Some(3);
+        r.time_cue = Some(cue);
+        r.now_ms = now;
+    });
+    let items = &r.response.items;
+    let window: Vec<_> = items.iter().filter(|i| i.admission.is_none()).collect();
+    let mut held: Vec<Ref> = items
+        .iter()
+        .filter(|i| i.admission == Some("reservation"))
+        .filter_map(|i| i.head_ref)
+        .collect();
+    let mut seated = seated;
+    held.sort();
+    seated.sort();
+    assert_eq!(window.len(), 3);
+    assert_eq!(held, seated, "each seated row is a held item");
+    assert!(
+        items[..3].iter().all(|i| i.admission.is_none()),
+        "held items follow the window"
+    );
+    assert_eq!(r.response.reserved_count, Some(seated.len()));
+    assert_eq!(r.response.returned_count, 3 + seated.len());
+}
+
+#[test]
 fn lite_sets_its_budget_and_skips_the_walk_and_pro_widens_the_window() {
     let (_dir, engine) = engine();
     corpus(&engine);
