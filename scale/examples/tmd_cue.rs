@@ -10,8 +10,10 @@
 //!
 //! Then the **unattributed rate**: every question the extracted-cue arm answers with no
 //! evidence is recalled again with a trace, and each of its relevant rows is attributed by
-//! `cpersona_engine::taxonomy::attribute` (one-change replays, the store's row facts); the
-//! counts per failure code and the UNATTRIBUTED share are printed.
+//! `cpersona_engine::taxonomy::attribute_with` (one-change replays, the store's row facts,
+//! the envelope fetch re-run against the store, and as the cue the caller meant the UTC day
+//! of the relevant row itself: the harness knows the question's true date); the counts per
+//! failure code and the UNATTRIBUTED share are printed.
 //!
 //! Run: `cargo run --example tmd_cue -- [LOGS]` from the workspace root (LOGS = how many
 //! conversation logs, default 3; 12 is all). Uses the hashed-words embedder (fast, no
@@ -26,7 +28,7 @@ use std::time::Instant;
 
 use cpersona_engine::embed::hash::HashEmbedder;
 use cpersona_engine::recall::Ref;
-use cpersona_engine::taxonomy::attribute;
+use cpersona_engine::taxonomy::{LoopInputs, attribute_with};
 use cpersona_engine::time::{format_ms, parse_iso8601_ms};
 use cpersona_engine::{Engine, EngineConfig, RecallQuery, StoreId, StoreRequest, TimeCue};
 use cpersona_scale::quality::dates::{MONTHS, parse_conversation_time};
@@ -256,7 +258,17 @@ fn main() -> Result<(), Failure> {
                     };
                     for expected in relevant.iter().filter_map(|m| by_msg.get(m)) {
                         let facts = engine.row_facts(&agent, None, None, *expected)?;
-                        let att = attribute(&trace, *expected, Some(facts))?;
+                        let refetch = |p| engine.refetch_envelope(&trace, p);
+                        let inputs = LoopInputs {
+                            intended: facts.at_ms.and_then(|at| {
+                                let day = &format_ms(at)[..10];
+                                TimeCue::from_json(&json!({"after": day, "before": day,
+                                                           "confidence": "sure"}))
+                                .ok()
+                            }),
+                            refetch: Some(&refetch),
+                        };
+                        let att = attribute_with(&trace, *expected, Some(facts), &inputs)?;
                         let code = att.code.map_or_else(
                             || "RETURNED".to_owned(),
                             |c| {
