@@ -13,7 +13,8 @@
 //! `cpersona_engine::taxonomy::attribute_with` (one-change replays, the store's row facts,
 //! the envelope fetch re-run against the store, and as the cue the caller meant the UTC day
 //! of the relevant row itself: the harness knows the question's true date); the counts per
-//! failure code and the UNATTRIBUTED share are printed.
+//! failure code (with how many of its rows lie inside the loop's final envelope) and the
+//! UNATTRIBUTED share are printed.
 //!
 //! Run: `cargo run --example tmd_cue -- [LOGS]` from the workspace root (LOGS = how many
 //! conversation logs, default 3; 12 is all). Uses the hashed-words embedder (fast, no
@@ -151,6 +152,8 @@ fn main() -> Result<(), Failure> {
     let mut skipped = 0usize;
     let mut codes: BTreeMap<String, usize> = BTreeMap::new();
     let (mut misses, mut attributed_rows) = (0usize, 0usize);
+    // Rows per code whose time lies inside the loop's final envelope.
+    let mut in_envelope: BTreeMap<String, usize> = BTreeMap::new();
     let files = [26, 28, 31, 41, 42, 43, 44, 45, 46, 47, 48, 49];
     for n in files.iter().take(logs) {
         let log: Value = serde_json::from_str(&std::fs::read_to_string(format!(
@@ -277,6 +280,12 @@ fn main() -> Result<(), Failure> {
                                 })
                             },
                         );
+                        let envelope = trace.cue.as_ref().and_then(|c| c.prior.cue);
+                        if let (Some(cue), Some(at)) = (envelope, facts.at_ms)
+                            && cue.envelope.contains(at)
+                        {
+                            *in_envelope.entry(code.clone()).or_default() += 1;
+                        }
                         *codes.entry(code).or_default() += 1;
                         attributed_rows += 1;
                     }
@@ -326,8 +335,10 @@ fn main() -> Result<(), Failure> {
         "\nattribution of the extracted-cue arm's misses: {misses} questions without evidence, \
          {attributed_rows} relevant rows attributed"
     );
+    println!("{:<24} {:>5} {:>12}", "code", "rows", "in envelope");
     for (code, n) in &codes {
-        println!("{code:<24} {n:>5}");
+        let inside = in_envelope.get(code).copied().unwrap_or(0);
+        println!("{code:<24} {n:>5} {inside:>12}");
     }
     let unattributed = codes.get("UNATTRIBUTED").copied().unwrap_or(0);
     println!(
