@@ -24,6 +24,7 @@ use crate::recall::prior::{CuePrior, Prior, PriorRow};
 use crate::recall::{Arm, ArmList, RecallRequest, Ref, RefKind, run_cued};
 use crate::recall_facts::{ConfidenceContext, row_facts};
 use crate::scope::Scope;
+use crate::trace::TraceCueRequest;
 
 pub use crate::arms::vector::{MAX_MEMORIES, PREFILTER_MIN_ROWS, VectorReport};
 
@@ -48,14 +49,16 @@ struct Cued {
     plan: Option<CuePlan>,
     response: CueResponse,
     report: Option<LoopReport>,
+    request: TraceCueRequest,
 }
 
 impl Cued {
-    fn unused(response: CueResponse) -> Cued {
+    fn unused(response: CueResponse, request: TraceCueRequest) -> Cued {
         Cued {
             plan: None,
             response,
             report: None,
+            request,
         }
     }
 }
@@ -157,6 +160,11 @@ impl Engine {
         let config = self.config.recall.cue;
         let now = now_ms.unwrap_or_else(crate::time::now_ms);
         let span = envelope::span(conn, scope)?;
+        let request = TraceCueRequest {
+            given: *cue,
+            now_ms: now,
+            span,
+        };
         let mut response = CueResponse {
             policy: crate::recall::cue::POLICY.into(),
             period: None,
@@ -174,11 +182,11 @@ impl Engine {
             Resolution::RecentOnly(period) => {
                 response.period = Some(period.text());
                 response.ignored = Some("recent_only".into());
-                return Ok(Cued::unused(response));
+                return Ok(Cued::unused(response, request));
             }
             Resolution::EmptyScope => {
                 response.ignored = Some("empty_scope".into());
-                return Ok(Cued::unused(response));
+                return Ok(Cued::unused(response, request));
             }
         };
         let target = self.vector_target();
@@ -193,6 +201,7 @@ impl Engine {
             deliberate::fetch_envelope(period, cue.confidence),
             query.as_ref(),
             config.row_cap,
+            self.config.associations_enabled,
         )?;
         let outcome = deliberate::run(
             &config,
@@ -240,11 +249,13 @@ impl Engine {
             fetched: fetched.rows,
             fetch_envelope: Some(deliberate::fetch_envelope(period, cue.confidence)),
             fetch_cut: fetched.cut,
+            propagate: true,
         };
         Ok(Cued {
             plan: Some(plan),
             response,
             report: Some(outcome.report),
+            request,
         })
     }
 
@@ -442,6 +453,7 @@ impl Engine {
                 return Err(err);
             }
             let traced_plan = q.trace.then(|| cued.as_ref().and_then(|c| c.plan.clone())).flatten();
+            let traced_request = cued.as_ref().map(|c| c.request);
             if let Some(cued) = cued {
                 let applied = outcome.stages.cue.as_ref();
                 let mut block = cued.response;
@@ -465,7 +477,10 @@ impl Engine {
                     confidence.as_ref(),
                     traced_plan,
                 )?;
-                Some(Box::new(c))
+                Some(Box::new(crate::trace::Capture {
+                    cue_request: traced_request,
+                    ..c
+                }))
             } else {
                 None
             };

@@ -58,6 +58,13 @@ pub struct ReplayChanges {
     /// `cue.confidence=sure|likely|vague`: the cue's period widened by another confidence
     /// (lift and seats follow it).
     pub cue_confidence: Option<CueConfidence>,
+    /// `cue.propagation=off`: the cue's plan as saved, without cue propagation (no strong
+    /// hit narrows the period or names context rows).
+    pub cue_propagation_off: bool,
+    /// A whole cue plan in place of the trace's (set by the failure taxonomy, not by a
+    /// `key=value`): a cue resolved another way, the cue the caller meant, or an ignored cue
+    /// applied. Its envelope rows come from the saved fetch or a re-run of it.
+    pub cue_plan: Option<CuePlan>,
     /// The changes as given, for the report.
     pub given: Vec<String>,
 }
@@ -103,7 +110,8 @@ fn finite(key: &str, value: &str) -> Result<f64> {
 impl ReplayChanges {
     /// Parses one `key=value`. Keys: `depth`, `threshold`, `gate`, `arm` (one arm alone),
     /// `arm_off`, `weight.<arm>`, `fusion` (rrf|rsf), `rrf_k`, `limit`, `budget`,
-    /// `full_content`, `deep`, `cue` (off), `cue.confidence` (sure|likely|vague).
+    /// `full_content`, `deep`, `cue` (off), `cue.confidence` (sure|likely|vague),
+    /// `cue.propagation` (off).
     pub fn set(&mut self, pair: &str) -> Result<()> {
         let (key, value) = pair
             .split_once('=')
@@ -149,6 +157,14 @@ impl ReplayChanges {
                         )));
                     }
                 })
+            }
+            "cue.propagation" => {
+                if parse_bool(key, value)? {
+                    return Err(bad(
+                        "cue.propagation=on: a replay can only disable propagation".into(),
+                    ));
+                }
+                self.cue_propagation_off = true;
             }
             "cue" => {
                 if parse_bool(key, value)? {
@@ -356,9 +372,17 @@ pub fn replay(trace: &RecallTrace, changes: &ReplayChanges) -> Result<ReplayOutc
     }
     let mut plan = if changes.cue_off {
         None
+    } else if let Some(plan) = &changes.cue_plan {
+        Some(plan.clone())
     } else {
         trace.cue.as_ref().map(crate::trace::TraceCue::to_plan)
     };
+    if changes.cue_propagation_off {
+        match plan.as_mut() {
+            Some(plan) => plan.propagate = false,
+            None => notes.push("no cue plan in this trace: cue.propagation changes nothing".into()),
+        }
+    }
     if let Some(to) = changes.cue_confidence {
         match plan.as_mut() {
             Some(plan) => {
@@ -435,6 +459,10 @@ pub fn replay(trace: &RecallTrace, changes: &ReplayChanges) -> Result<ReplayOutc
                 field: "trace.response.time_cue",
                 reason: err.to_string(),
             })?;
+        if let Some(plan) = changes.cue_plan.as_ref().filter(|_| !changes.cue_off) {
+            block.ignored = None;
+            block.period = plan.prior.cue.map(|c| c.envelope.text());
+        }
         if let Some(applied) = &outcome.stages.cue {
             block.moved = applied.moved;
             block.seated = applied.seated.len();

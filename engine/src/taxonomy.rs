@@ -8,17 +8,10 @@
 //! so a report can name them; they need an answer model or a reconstruction, which a recall
 //! trace does not hold, and this module must never guess them.
 //!
-//! Codes of the recall loop, from a trace of a cued recall (it saves the cue's plan), by
-//! one-change replays of the cue's confidence (`cue.confidence=`), tried before the codes
-//! above when the expected ref was not returned (a cue never hides a row, so `cue=off` can
-//! never return a missed row; the loop's failures are the cue not bringing it):
-//! - a wider confidence returns it: `WIDENING_INSUFFICIENT` when the loop already revised
-//!   (widened once), else `WINDOW_TOO_NARROW`;
-//! - a narrower confidence returns it: `WIDENING_PREMATURE` when the loop revised, else
-//!   `WINDOW_TOO_WIDE`.
-//!
-//! `INTENT_MISLEADING`, `PRIOR_DOMINANCE`, `PRIOR_IGNORED` and `INTENT_NORMALIZATION_ERROR`
-//! need the cue as the caller meant it (an intent model) and are not assigned yet.
+//! The recall loop's codes (`WINDOW_TOO_NARROW`, `WINDOW_TOO_WIDE`, `WIDENING_PREMATURE`,
+//! `WIDENING_INSUFFICIENT`, `PRIOR_IGNORED`, `PRIOR_DOMINANCE`, `INTENT_NORMALIZATION_ERROR`,
+//! `INTENT_MISLEADING`) are tried first for a missed ref of a cued recall, by one-change
+//! replays of the cue; their rules are in [`loop_codes`].
 
 use serde::Serialize;
 
@@ -28,6 +21,9 @@ use crate::recall::{Ref, RefKind};
 use crate::replay::{ReplayChanges, replay, trace_refs_best_first};
 use crate::scope::Scope;
 use crate::trace::{ExclusionReason, RecallTrace};
+
+pub mod loop_codes;
+pub use loop_codes::{EnvelopeFetch, LoopInputs};
 
 /// One failure code (design §8).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -84,6 +80,8 @@ pub struct RowFacts {
     pub in_scope: bool,
     /// The row holds a vector of the store's model and dimension.
     pub embedded: bool,
+    /// Its event time, UTC ms (a memory's timestamp, an episode's start), when it has one.
+    pub at_ms: Option<i64>,
 }
 
 /// One counterfactual tried.
@@ -137,11 +135,24 @@ fn try_change(trace: &RecallTrace, expected: Ref, pair: &str) -> Result<Counterf
 }
 
 /// Assigns a code to `expected` under `trace`; `facts` (from the store) separates capture
-/// and representation misses from candidate misses.
+/// and representation misses from candidate misses. The loop's codes that aim the cue
+/// elsewhere need [`attribute_with`]'s inputs when the saved envelope fetch does not cover
+/// the new envelope.
 pub fn attribute(
     trace: &RecallTrace,
     expected: Ref,
     facts: Option<RowFacts>,
+) -> Result<Attribution> {
+    attribute_with(trace, expected, facts, &LoopInputs::default())
+}
+
+/// [`attribute`] with what the loop's codes may use beside the trace: the cue the caller
+/// meant and a re-run of the envelope fetch against the store ([`loop_codes`]).
+pub fn attribute_with(
+    trace: &RecallTrace,
+    expected: Ref,
+    facts: Option<RowFacts>,
+    inputs: &LoopInputs<'_>,
 ) -> Result<Attribution> {
     let mut att = Attribution {
         expected,
@@ -162,7 +173,7 @@ pub fn attribute(
             .push(format!("returned at position {position} (best first)"));
         return Ok(att);
     }
-    if let Some(code) = loop_code(trace, expected, &mut att)? {
+    if let Some(code) = loop_codes::loop_code(trace, expected, facts, inputs, &mut att)? {
         att.code = Some(code);
         att.stage = "cue";
         return Ok(att);
@@ -257,51 +268,6 @@ pub fn attribute(
     Ok(att)
 }
 
-/// The loop's code for a missed ref of a cued trace, by one-change replays of the cue's
-/// confidence (module doc); `None` when no such replay returns it or the trace has no cue.
-fn loop_code(
-    trace: &RecallTrace,
-    expected: Ref,
-    att: &mut Attribution,
-) -> Result<Option<FailureCode>> {
-    if trace.cue.is_none() {
-        return Ok(None);
-    }
-    let block = &trace.response["time_cue"];
-    let revised = block["revised"].as_bool().unwrap_or(false);
-    let rank = |c: &str| ["sure", "likely", "vague"].iter().position(|x| *x == c);
-    let Some(current) = block["confidence"].as_str().and_then(rank) else {
-        return Ok(None);
-    };
-    let mut code = None;
-    for (i, name) in ["sure", "likely", "vague"].into_iter().enumerate() {
-        if i == current {
-            continue;
-        }
-        let cf = try_change(trace, expected, &format!("cue.confidence={name}"))?;
-        if cf.returned && code.is_none() {
-            let wider = i > current;
-            code = Some(match (wider, revised) {
-                (true, true) => FailureCode::WideningInsufficient,
-                (true, false) => FailureCode::WindowTooNarrow,
-                (false, true) => FailureCode::WideningPremature,
-                (false, false) => FailureCode::WindowTooWide,
-            });
-            att.evidence.push(format!(
-                "the cue's envelope at {name} instead of {} returns it{}",
-                ["sure", "likely", "vague"][current],
-                if revised {
-                    " (the loop had revised once)"
-                } else {
-                    ""
-                }
-            ));
-        }
-        att.counterfactuals.push(cf);
-    }
-    Ok(code)
-}
-
 fn not_a_candidate(
     trace: &RecallTrace,
     mut att: Attribution,
@@ -388,31 +354,36 @@ impl Engine {
             RefKind::Mem => "memories",
             RefKind::Ep => "episodes",
         };
+        let time = match r.kind {
+            RefKind::Mem => "timestamp_ms",
+            RefKind::Ep => "start_ms",
+        };
         let target = self.vector_target();
         let scope = Scope::read(Some(agent_id), project_id, channel);
         self.read(|conn| {
-            let embedded: Option<bool> = conn
+            let found: Option<(bool, Option<i64>)> = conn
                 .query_row(
                     &format!(
                         "SELECT embedding IS NOT NULL AND embedding_model = ?2 \
-                         AND embedding_dim = ?3 FROM {table} WHERE id = ?1"
+                         AND embedding_dim = ?3, {time} FROM {table} WHERE id = ?1"
                     ),
                     rusqlite::params![r.id, target.model_id, target.dim as i64],
-                    |row| row.get(0),
+                    |row| Ok((row.get(0)?, row.get(1)?)),
                 )
                 .map(Some)
                 .or_else(|err| match err {
                     rusqlite::Error::QueryReturnedNoRows => Ok(None),
                     err => Err(err),
                 })?;
-            let in_scope = match embedded {
+            let in_scope = match found {
                 None => false,
                 Some(_) => crate::recall_engine::read_scoped(conn, &scope, r)?.is_some(),
             };
             Ok(RowFacts {
-                exists: embedded.is_some(),
+                exists: found.is_some(),
                 in_scope,
-                embedded: embedded.unwrap_or(false),
+                embedded: found.is_some_and(|f| f.0),
+                at_ms: found.and_then(|f| f.1),
             })
         })
     }

@@ -71,6 +71,8 @@ pub struct Capture {
     pub capture_ms: f64,
     /// The time cue's plan the pass applied, when it had one.
     pub cue: Option<crate::recall::pipeline::CuePlan>,
+    /// The time cue as given and what it was resolved against, when the recall had one.
+    pub cue_request: Option<TraceCueRequest>,
 }
 
 mod cue;
@@ -192,6 +194,7 @@ pub(crate) fn capture(
         confidence,
         capture_ms: started.elapsed().as_secs_f64() * 1000.0,
         cue,
+        cue_request: None,
     })
 }
 
@@ -452,6 +455,7 @@ impl RecallTrace {
                 .collect(),
             confidence_params: capture.confidence.as_ref().map(|(params, _)| *params),
             cue: capture.cue.as_ref().map(TraceCue::of),
+            cue_request: capture.cue_request,
             response: serde_json::to_value(&result.response).unwrap_or_default(),
         }
     }

@@ -10,8 +10,11 @@
 //!
 //! Then the **unattributed rate**: every question the extracted-cue arm answers with no
 //! evidence is recalled again with a trace, and each of its relevant rows is attributed by
-//! `cpersona_engine::taxonomy::attribute` (one-change replays, the store's row facts); the
-//! counts per failure code and the UNATTRIBUTED share are printed.
+//! `cpersona_engine::taxonomy::attribute_with` (one-change replays, the store's row facts,
+//! the envelope fetch re-run against the store, and as the cue the caller meant the UTC day
+//! of the relevant row itself: the harness knows the question's true date); the counts per
+//! failure code (with how many of its rows lie inside the loop's final envelope) and the
+//! UNATTRIBUTED share are printed.
 //!
 //! Run: `cargo run --example tmd_cue -- [LOGS]` from the workspace root (LOGS = how many
 //! conversation logs, default 3; 12 is all). Uses the hashed-words embedder (fast, no
@@ -26,7 +29,7 @@ use std::time::Instant;
 
 use cpersona_engine::embed::hash::HashEmbedder;
 use cpersona_engine::recall::Ref;
-use cpersona_engine::taxonomy::attribute;
+use cpersona_engine::taxonomy::{LoopInputs, attribute_with};
 use cpersona_engine::time::{format_ms, parse_iso8601_ms};
 use cpersona_engine::{Engine, EngineConfig, RecallQuery, StoreId, StoreRequest, TimeCue};
 use cpersona_scale::quality::dates::{MONTHS, parse_conversation_time};
@@ -149,6 +152,8 @@ fn main() -> Result<(), Failure> {
     let mut skipped = 0usize;
     let mut codes: BTreeMap<String, usize> = BTreeMap::new();
     let (mut misses, mut attributed_rows) = (0usize, 0usize);
+    // Rows per code whose time lies inside the loop's final envelope.
+    let mut in_envelope: BTreeMap<String, usize> = BTreeMap::new();
     let files = [26, 28, 31, 41, 42, 43, 44, 45, 46, 47, 48, 49];
     for n in files.iter().take(logs) {
         let log: Value = serde_json::from_str(&std::fs::read_to_string(format!(
@@ -256,7 +261,17 @@ fn main() -> Result<(), Failure> {
                     };
                     for expected in relevant.iter().filter_map(|m| by_msg.get(m)) {
                         let facts = engine.row_facts(&agent, None, None, *expected)?;
-                        let att = attribute(&trace, *expected, Some(facts))?;
+                        let refetch = |p| engine.refetch_envelope(&trace, p);
+                        let inputs = LoopInputs {
+                            intended: facts.at_ms.and_then(|at| {
+                                let day = &format_ms(at)[..10];
+                                TimeCue::from_json(&json!({"after": day, "before": day,
+                                                           "confidence": "sure"}))
+                                .ok()
+                            }),
+                            refetch: Some(&refetch),
+                        };
+                        let att = attribute_with(&trace, *expected, Some(facts), &inputs)?;
                         let code = att.code.map_or_else(
                             || "RETURNED".to_owned(),
                             |c| {
@@ -265,6 +280,12 @@ fn main() -> Result<(), Failure> {
                                 })
                             },
                         );
+                        let envelope = trace.cue.as_ref().and_then(|c| c.prior.cue);
+                        if let (Some(cue), Some(at)) = (envelope, facts.at_ms)
+                            && cue.envelope.contains(at)
+                        {
+                            *in_envelope.entry(code.clone()).or_default() += 1;
+                        }
                         *codes.entry(code).or_default() += 1;
                         attributed_rows += 1;
                     }
@@ -314,8 +335,10 @@ fn main() -> Result<(), Failure> {
         "\nattribution of the extracted-cue arm's misses: {misses} questions without evidence, \
          {attributed_rows} relevant rows attributed"
     );
+    println!("{:<24} {:>5} {:>12}", "code", "rows", "in envelope");
     for (code, n) in &codes {
-        println!("{code:<24} {n:>5}");
+        let inside = in_envelope.get(code).copied().unwrap_or(0);
+        println!("{code:<24} {n:>5} {inside:>12}");
     }
     let unattributed = codes.get("UNATTRIBUTED").copied().unwrap_or(0);
     println!(

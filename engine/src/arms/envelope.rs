@@ -12,7 +12,7 @@ use rusqlite::types::Value;
 use crate::error::Result;
 use crate::recall::Ref;
 use crate::recall::cue::Period;
-use crate::recall::cue_spread::PoolContext;
+use crate::recall::cue_spread::{PoolContext, RELATION_CAP};
 use crate::recall::deliberate::CueRow;
 use crate::scope::Scope;
 use crate::vector::{decode, format_from_tag};
@@ -46,13 +46,16 @@ fn cosine(a: &[f32], b: &[f32]) -> Option<f64> {
     (na > 0.0 && nb > 0.0).then(|| dot / (na.sqrt() * nb.sqrt()))
 }
 
-/// Reads the scope's memories with `timestamp_ms` in `period`, at most `cap`.
+/// Reads the scope's memories with `timestamp_ms` in `period`, at most `cap`, and for cue
+/// propagation their sources, the episodes meeting the period and (when `relations`: the
+/// associations are on) the declared record relations touching them.
 pub(crate) fn fetch(
     conn: &Connection,
     scope: &Scope,
     period: Period,
     query: Option<&QueryVector<'_>>,
     cap: usize,
+    relations: bool,
 ) -> Result<EnvelopeRows> {
     let (pred, mut params) = scope.predicate("");
     params.push(Value::Integer(period.start_ms));
@@ -126,7 +129,55 @@ pub(crate) fn fetch(
     for span in spans {
         context.episodes.push(span?);
     }
+    if relations {
+        related(conn, scope, period, &mut context)?;
+    }
     Ok(EnvelopeRows { rows, cut, context })
+}
+
+/// The declared record relations (mem/ep subject → object) in `scope` with an end among the
+/// scope's memories in `period`, at most [`RELATION_CAP`] (a cut is flagged), for cue
+/// propagation. No relations declared: nothing read, nothing changes.
+fn related(
+    conn: &Connection,
+    scope: &Scope,
+    period: Period,
+    context: &mut PoolContext,
+) -> Result<()> {
+    let (pred, mut params) = scope.predicate("r");
+    let (inner, inner_params) = scope.predicate("m");
+    for _ in 0..2 {
+        params.extend(inner_params.iter().cloned());
+        params.push(Value::Integer(period.start_ms));
+        params.push(Value::Integer(period.end_ms));
+    }
+    params.push(Value::Integer(RELATION_CAP as i64 + 1));
+    let in_period = format!(
+        "(SELECT m.id FROM memories m WHERE {inner} AND m.timestamp_ms >= ? \
+         AND m.timestamp_ms < ?)"
+    );
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT r.subject_kind, r.subject_id, r.object_kind, r.object_id FROM relations r \
+         WHERE {pred} AND r.subject_kind IN ('mem', 'ep') AND r.object_kind IN ('mem', 'ep') \
+         AND ((r.subject_kind = 'mem' AND r.subject_id IN {in_period}) \
+           OR (r.object_kind = 'mem' AND r.object_id IN {in_period})) \
+         ORDER BY r.id LIMIT ?"
+    ))?;
+    let pairs = stmt.query_map(rusqlite::params_from_iter(params), |row| {
+        let kind = |k: String, id: i64| if k == "ep" { Ref::ep(id) } else { Ref::mem(id) };
+        Ok((
+            kind(row.get(0)?, row.get(1)?),
+            kind(row.get(2)?, row.get(3)?),
+        ))
+    })?;
+    for pair in pairs {
+        if context.relations.len() >= RELATION_CAP {
+            context.relations_cut = true;
+            break;
+        }
+        context.relations.push(pair?);
+    }
+    Ok(())
 }
 
 /// The oldest and newest event time of the scope's memories; `None` when it holds none.

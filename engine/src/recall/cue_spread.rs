@@ -1,7 +1,9 @@
 //! Cue propagation (design §1, "spreading activation"): what one strong hit of the answer
 //! teaches the loop's next re-weighting pass. Its timestamp narrows the cue's period around
 //! it, and the rows sharing its source (`source.id`) or its episode (an episode whose span
-//! holds the hit) get a bounded context move.
+//! holds the hit), or joined to it by a declared record relation (`declare_associations`,
+//! mem/ep subject → object, either direction, read in the caller's scope by the envelope
+//! fetch, at most [`RELATION_CAP`]) get a bounded context move.
 //!
 //! A **strong hit** is the top row of the gated answer (the first fused candidate the gate
 //! passed on its own, never a fallback) whose event time lies in the loop's final envelope
@@ -31,6 +33,9 @@ pub const NARROW_FLOOR_MS: i64 = DAY_MS;
 pub const CONTEXT_UP: usize = 1;
 /// Rows given a context move, at most.
 pub const CONTEXT_CAP: usize = 10;
+/// Declared record relations the envelope fetch reads for propagation, at most (a cut is
+/// reported in the trace's `cue.relations_cut`).
+pub const RELATION_CAP: usize = 1_000;
 
 /// What propagation knows of the pool besides event times: read by the loop's envelope
 /// fetch and from the answer's hydrated rows, never by a fetch of its own.
@@ -40,6 +45,10 @@ pub struct PoolContext {
     pub sources: HashMap<Ref, String>,
     /// Episodes whose span meets the fetch envelope: the episode and its `[start, end]`.
     pub episodes: Vec<(Ref, Period)>,
+    /// Declared record relations (subject, object) with an end among the fetched rows.
+    pub relations: Vec<(Ref, Ref)>,
+    /// True when [`RELATION_CAP`] cut the relations read.
+    pub relations_cut: bool,
 }
 
 /// Why a row got a context move.
@@ -50,6 +59,8 @@ pub enum ContextBy {
     Source,
     /// It is, or lies inside, an episode whose span holds the strong hit.
     Episode,
+    /// A declared relation joins it to the strong hit (either direction).
+    Relation,
 }
 
 /// One context cue.
@@ -125,6 +136,19 @@ pub fn context(
         .iter()
         .filter(|(_, span)| span.start_ms <= at && at <= span.end_ms)
         .collect();
+    let related: Vec<Ref> = pool
+        .relations
+        .iter()
+        .filter_map(|&(subject, object)| {
+            if subject == hit {
+                Some(object)
+            } else if object == hit {
+                Some(subject)
+            } else {
+                None
+            }
+        })
+        .collect();
     let mut out: Vec<ContextCue> = Vec::new();
     for &r in candidates {
         if out.len() >= CONTEXT_CAP {
@@ -141,6 +165,8 @@ pub fn context(
             ContextBy::Source
         } else if by_episode {
             ContextBy::Episode
+        } else if related.contains(&r) {
+            ContextBy::Relation
         } else {
             continue;
         };

@@ -101,6 +101,8 @@ pub struct CuePlan {
     pub fetch_envelope: Option<super::cue::Period>,
     /// True when the row cap cut the fetch.
     pub fetch_cut: bool,
+    /// False when cue propagation is not to run (a replay's `cue.propagation=off`).
+    pub propagate: bool,
 }
 
 /// What the cue did to one pass.
@@ -246,7 +248,10 @@ fn apply_cue(
         .iter()
         .map(|k| (k.candidate.r#ref, source_id(k.row.source.as_ref())))
         .collect();
-    let spread = cue_spread::propagate(plan, gate_report, &answer);
+    let spread = plan
+        .propagate
+        .then(|| cue_spread::propagate(plan, gate_report, &answer))
+        .flatten();
     let (plan, propagated) = match &spread {
         Some((revised, report)) => (revised, Some(report.clone())),
         None => (plan, None),

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use super::schema::ref_serde;
 use crate::recall::Ref;
-use crate::recall::cue::Period;
+use crate::recall::cue::{Period, TimeCue};
 use crate::recall::cue_spread::PoolContext;
 use crate::recall::deliberate::CueRow;
 use crate::recall::pipeline::CuePlan;
@@ -50,6 +50,18 @@ pub struct TraceEpisodeSpan {
     pub span: Period,
 }
 
+/// The cue as the caller gave it and what it was resolved against: what the failure
+/// taxonomy re-normalises (another anchor) or replaces (an intended cue) in a replay.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TraceCueRequest {
+    /// The cue as parsed.
+    pub given: TimeCue,
+    /// The clock it was resolved against, UTC ms.
+    pub now_ms: i64,
+    /// The scope's dated span (oldest, newest), UTC ms; `None` when it held none.
+    pub span: Option<(i64, i64)>,
+}
+
 /// The cue plan as saved.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TraceCue {
@@ -67,6 +79,13 @@ pub struct TraceCue {
     /// Episode spans meeting the envelope.
     #[serde(default)]
     pub episodes: Vec<TraceEpisodeSpan>,
+    /// Declared record relations (subject, object) with an end among the fetched rows, as
+    /// ref text; absent when none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub relations: Vec<[String; 2]>,
+    /// True when the relation cap cut the relations read.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub relations_cut: bool,
     /// The envelope fetch's rows (newest first) with cosines, for confidence replays.
     #[serde(default)]
     pub fetched: Vec<TraceFoundRow>,
@@ -126,6 +145,13 @@ impl TraceCue {
                     span: *span,
                 })
                 .collect(),
+            relations: plan
+                .context
+                .relations
+                .iter()
+                .map(|(a, b)| [a.to_string(), b.to_string()])
+                .collect(),
+            relations_cut: plan.context.relations_cut,
             fetched: plan.fetched.iter().map(found_row).collect(),
             fetch_envelope: plan.fetch_envelope,
             fetch_cut: plan.fetch_cut,
@@ -142,6 +168,7 @@ impl TraceCue {
             fetch_envelope: self.fetch_envelope,
             fetch_cut: self.fetch_cut,
             seats: self.seats,
+            propagate: true,
             context: PoolContext {
                 sources: self
                     .sources
@@ -149,6 +176,12 @@ impl TraceCue {
                     .filter_map(|(r, s)| Some((r.parse().ok()?, s.clone())))
                     .collect(),
                 episodes: self.episodes.iter().map(|e| (e.r#ref, e.span)).collect(),
+                relations: self
+                    .relations
+                    .iter()
+                    .filter_map(|[a, b]| Some((a.parse().ok()?, b.parse().ok()?)))
+                    .collect(),
+                relations_cut: self.relations_cut,
             },
         }
     }

@@ -361,6 +361,9 @@ pub struct RecallTrace {
     /// The time cue's plan the pass applied (absent without a used cue).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cue: Option<super::TraceCue>,
+    /// The time cue as given, its clock and the scope's span (absent without a cue).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cue_request: Option<super::TraceCueRequest>,
     /// The response body the engine returned (before any server filter).
     pub response: serde_json::Value,
 }

@@ -6,9 +6,11 @@
 mod associations;
 mod common;
 mod cue;
+mod cue_relations;
 mod derived;
 mod fuzz;
 mod lexical_cap;
+mod loop_codes;
 mod merge_assoc;
 mod migrations;
 mod portability;

@@ -2,14 +2,18 @@
 //! re-scores a saved recall trace offline with conditions changed (`cpersona_engine::replay`)
 //! and prints the rows before and after, what had to be re-run, and with `--expect` the
 //! failure code (`cpersona_engine::taxonomy`). Offline by default: no embedder, no database;
-//! `--store` reads the expected row's facts from the database (read only).
+//! `--store` reads the expected row's facts from the database (read only) and lets the
+//! recall loop's codes re-run the envelope fetch (the trace's query embedded again);
+//! `--intended-cue JSON` names the cue the caller meant (`INTENT_MISLEADING`).
 
 use std::path::PathBuf;
 
 use anyhow::Context;
+use cpersona_engine::TimeCue;
+use cpersona_engine::recall::Period;
 use cpersona_engine::recall::{RecallResponse, Ref};
 use cpersona_engine::replay::{ReplayChanges, replay};
-use cpersona_engine::taxonomy::attribute;
+use cpersona_engine::taxonomy::{EnvelopeFetch, LoopInputs, attribute_with};
 use cpersona_engine::trace::RecallTrace;
 use serde_json::{Value, json};
 
@@ -23,7 +27,7 @@ pub struct ReplayArgs {
     pub trace: PathBuf,
     /// One changed condition, `key=value`: depth, threshold, gate=on|off, arm=ARM (alone),
     /// arm_off=ARM, weight.ARM=W, fusion=rrf|rsf, rrf_k, limit, budget, full_content, deep,
-    /// cue=off, cue.confidence=sure|likely|vague. Repeatable.
+    /// cue=off, cue.confidence=sure|likely|vague, cue.propagation=off. Repeatable.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub sets: Vec<String>,
     /// The ref that should have come back (`mem:12`): prints its failure code.
@@ -33,6 +37,10 @@ pub struct ReplayArgs {
     /// representation misses need them).
     #[arg(long)]
     pub store: bool,
+    /// With --expect: the time cue the caller meant, as the `time_cue` argument's JSON
+    /// (`{"after": "2024-05-01", "before": "2024-05-02", "confidence": "sure"}`).
+    #[arg(long, value_name = "JSON")]
+    pub intended_cue: Option<String>,
 }
 
 /// Rows best first: position, ref, fused score.
@@ -84,6 +92,18 @@ pub(crate) fn run(config: &Config, args: ReplayArgs) -> Result<(), RunError> {
     if args.store && expected.is_none() {
         return Err(RunError::config(anyhow::anyhow!("--store needs --expect")));
     }
+    let intended = args
+        .intended_cue
+        .as_deref()
+        .map(|text| -> anyhow::Result<TimeCue> {
+            if expected.is_none() {
+                anyhow::bail!("--intended-cue needs --expect");
+            }
+            let value: Value = serde_json::from_str(text).context("--intended-cue is not JSON")?;
+            Ok(TimeCue::from_json(&value)?)
+        })
+        .transpose()
+        .map_err(RunError::config)?;
     let out = replay(&trace, &changes).context("replay failed")?;
     let mut report = json!({
         "trace": args.trace,
@@ -96,23 +116,41 @@ pub(crate) fn run(config: &Config, args: ReplayArgs) -> Result<(), RunError> {
         "after": response_rows(&out.response),
     });
     if let Some(expected) = expected {
-        let facts = if args.store {
-            let engine = admin::open_engine(config)?;
-            let s = &trace.scope;
-            Some(
-                engine
-                    .row_facts(
-                        &s.agent_id,
-                        s.project_id.as_deref(),
-                        s.channel.as_deref(),
-                        expected,
-                    )
-                    .context("cannot read the expected row")?,
-            )
+        let engine = if args.store {
+            Some(admin::open_engine(config)?)
         } else {
             None
         };
-        let attribution = attribute(&trace, expected, facts).context("attribution failed")?;
+        let facts = match &engine {
+            Some(engine) => {
+                let s = &trace.scope;
+                Some(
+                    engine
+                        .row_facts(
+                            &s.agent_id,
+                            s.project_id.as_deref(),
+                            s.channel.as_deref(),
+                            expected,
+                        )
+                        .context("cannot read the expected row")?,
+                )
+            }
+            None => None,
+        };
+        let refetch = |period: Period| -> cpersona_engine::Result<EnvelopeFetch> {
+            match &engine {
+                Some(engine) => engine.refetch_envelope(&trace, period),
+                None => Ok(EnvelopeFetch::default()),
+            }
+        };
+        let inputs = LoopInputs {
+            intended,
+            refetch: engine
+                .is_some()
+                .then_some(&refetch as &dyn Fn(Period) -> cpersona_engine::Result<EnvelopeFetch>),
+        };
+        let attribution =
+            attribute_with(&trace, expected, facts, &inputs).context("attribution failed")?;
         report["attribution"] = serde_json::to_value(&attribution)?;
         report["after_expected"] = json!(out.refs_best_first().iter().position(|r| *r == expected));
     }

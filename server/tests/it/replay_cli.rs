@@ -96,3 +96,58 @@ fn recall_trace_out_then_replay_changes_and_attributes() {
     assert_eq!(bad.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("sideways"));
 }
+
+#[test]
+fn replay_expect_with_the_intended_cue_names_intent_misleading() {
+    let dir = tempfile::tempdir().unwrap();
+    // 60 rows near the query fill the vector arm's depth of 50, so the expected row (no word
+    // in common) is never a candidate the gate could refuse a seat to.
+    let mut calls: Vec<(&str, Value)> = (0..60)
+        .map(|n| {
+            (
+                "store",
+                json!({"agent_id": "a", "content": format!("amber stone d{n}"),
+                       "timestamp": format!("2024-04-{:02}T{:02}:00:00Z", 1 + n % 28, n / 28)}),
+            )
+        })
+        .collect();
+    calls.push((
+        "store",
+        json!({"agent_id": "a", "content": "violet lantern",
+               "timestamp": "2024-05-29T12:00:00Z"}),
+    ));
+    let bodies = call_tools(dir.path(), &calls);
+    let expected = format!("mem:{}", bodies.last().unwrap()["id"].as_i64().unwrap());
+    // The cue names a day with no rows; the caller meant the expected row's day.
+    let trace = dir.path().join("t.json");
+    run_ok(
+        cpersona_in(dir.path())
+            .args(["recall", "--agent", "a", "amber stone", "--limit", "3"])
+            .args([
+                "--time-cue",
+                r#"{"after": "2024-03-20", "before": "2024-03-20", "confidence": "sure"}"#,
+                "--trace-out",
+            ])
+            .arg(&trace),
+    );
+    let intended = r#"{"after": "2024-05-29", "before": "2024-05-29", "confidence": "sure"}"#;
+    let args = ["--expect", &expected, "--store", "--intended-cue", intended];
+    let report: Value =
+        serde_json::from_str(&run_ok(&mut replay(dir.path(), &trace, &args))).unwrap();
+    assert_eq!(
+        report["attribution"]["code"], "INTENT_MISLEADING",
+        "{report}"
+    );
+    // Without the intended cue nothing says what was meant.
+    let report: Value = serde_json::from_str(&run_ok(&mut replay(
+        dir.path(),
+        &trace,
+        &["--expect", &expected, "--store"],
+    )))
+    .unwrap();
+    assert_eq!(report["attribution"]["code"], "CANDIDATE_MISS", "{report}");
+    let bad = replay(dir.path(), &trace, &["--intended-cue", intended])
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+}

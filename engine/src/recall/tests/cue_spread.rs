@@ -67,6 +67,7 @@ fn plan(rows: &[Row]) -> CuePlan {
         fetched: Vec::new(),
         fetch_envelope: None,
         fetch_cut: false,
+        propagate: true,
     }
 }
 
@@ -213,6 +214,41 @@ fn an_episode_holding_the_hit_is_a_context_cue() {
             .iter()
             .any(|c| c.r#ref == Ref::mem(3) && c.by == ContextBy::Episode)
     );
+}
+
+#[test]
+fn a_row_related_to_the_hit_is_a_context_cue_and_moves() {
+    // mem:5 (day 3) shares nothing with the hit but a declared relation (mem:5 → hit:
+    // either direction counts); mem:2 is related to mem:3, not to the hit; ep:7 → hit names
+    // a row the pool does not hold, so it moves nothing.
+    let rows = strong_rows();
+    let base = pass(&rows, 6, Some(&plan(&rows)));
+    let mut related = plan(&rows);
+    related.context.relations = vec![
+        (Ref::mem(5), Ref::mem(1)),
+        (Ref::mem(3), Ref::mem(2)),
+        (Ref::ep(7), Ref::mem(1)),
+    ];
+    let out = pass(&rows, 6, Some(&related));
+    let spread = out.stages.cue.as_ref().unwrap().propagated.clone().unwrap();
+    let by = |id: i64| {
+        spread
+            .context
+            .iter()
+            .find(|c| c.r#ref == Ref::mem(id))
+            .map(|c| c.by)
+    };
+    assert_eq!(by(5), Some(ContextBy::Relation));
+    assert_eq!(by(2), None);
+    assert_eq!(by(4), None);
+    // mem:5 moves up one place past mem:2 (which nothing lifts); the same rows.
+    let before = ids_best_first(&base);
+    let after = ids_best_first(&out);
+    assert_eq!(before, vec![1, 3, 2, 5, 4, 6]);
+    assert_eq!(after, vec![1, 3, 5, 2, 4, 6]);
+    // An empty registry is exactly the plan without relations.
+    assert!(plan(&rows).context.relations.is_empty());
+    assert_eq!(pass(&rows, 6, Some(&plan(&rows))), base);
 }
 
 #[test]
