@@ -47,7 +47,8 @@ fn cosine(a: &[f32], b: &[f32]) -> Option<f64> {
 }
 
 /// Reads the scope's memories with `timestamp_ms` in `period`, at most `cap`, and for cue
-/// propagation their sources, the episodes meeting the period and (when `relations`: the
+/// propagation their sources (not the default `{type: "Agent", name: ""}` one, which every
+/// row an agent writes without a source shares), the episodes meeting the period and (when `relations`: the
 /// associations are on) the declared record relations touching them.
 pub(crate) fn fetch(
     conn: &Connection,
@@ -63,7 +64,9 @@ pub(crate) fn fetch(
     params.push(Value::Integer(cap.saturating_add(1) as i64));
     let mut stmt = conn.prepare_cached(&format!(
         "SELECT id, timestamp_ms, embedding, embedding_format, embedding_model, embedding_dim, \
-         CASE WHEN json_valid(source) THEN CAST(json_extract(source, '$.id') AS TEXT) END \
+         CASE WHEN json_valid(source) AND NOT (json_extract(source, '$.type') = 'Agent' \
+         AND COALESCE(json_extract(source, '$.name'), '') = '') \
+         THEN CAST(json_extract(source, '$.id') AS TEXT) END \
          FROM memories WHERE {pred} AND timestamp_ms >= ? AND timestamp_ms < ? \
          ORDER BY timestamp_ms DESC, id ASC LIMIT ?"
     ))?;

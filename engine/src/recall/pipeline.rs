@@ -317,10 +317,46 @@ fn apply_cue(
 }
 
 /// A row's `source.id` as text (numbers too), as the caller's `source_id` filter reads it.
+/// The `source.id` propagation may treat as a shared source; `None` for the default source the
+/// store writes when the caller gives none (`{type: "Agent", id: <agent>, name: ""}`): every
+/// such row of one agent shares it, so it would name the whole answer as context.
 fn source_id(source: Option<&serde_json::Value>) -> Option<String> {
-    match source?.get("id")? {
+    let source = source?;
+    let is_default = source.get("type").and_then(|t| t.as_str()) == Some("Agent")
+        && source
+            .get("name")
+            .and_then(|n| n.as_str())
+            .unwrap_or("")
+            .is_empty();
+    if is_default {
+        return None;
+    }
+    match source.get("id")? {
         serde_json::Value::String(text) => Some(text.clone()),
         serde_json::Value::Number(n) => Some(n.to_string()),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod source_tests {
+    use serde_json::json;
+
+    use super::source_id;
+
+    #[test]
+    fn the_default_agent_source_is_no_shared_source() {
+        let default = json!({"type": "Agent", "id": "a", "name": ""});
+        assert_eq!(source_id(Some(&default)), None);
+        assert_eq!(source_id(Some(&json!({"type": "Agent", "id": "a"}))), None);
+        let named = json!({"type": "Agent", "id": "a", "name": "planner"});
+        assert_eq!(source_id(Some(&named)).as_deref(), Some("a"));
+        let user = json!({"type": "user", "id": "u7"});
+        assert_eq!(source_id(Some(&user)).as_deref(), Some("u7"));
+        assert_eq!(
+            source_id(Some(&json!({"type": "user", "id": 7}))).as_deref(),
+            Some("7")
+        );
+        assert_eq!(source_id(None), None);
     }
 }
