@@ -41,6 +41,7 @@ mod recall_engine;
 mod recall_facts;
 mod reconstruct_engine;
 mod reconstruct_mode;
+mod reconstruct_places;
 pub use arm_probe::LexicalArms;
 pub use arms::lexical::{CapActed, CapPolicy};
 pub use arms::vector::VectorTableReport;
@@ -89,4 +90,5 @@ pub use recall_engine::{
 };
 pub use reconstruct_engine::{GRAPH_ROW_CAP, ReconstructRequest, ReconstructResult};
 pub use reconstruct_mode::{ModeReport, ReconstructMode, TokenCapCut};
+pub use reconstruct_places::DepthPlaces;
 pub use scope::Scope;

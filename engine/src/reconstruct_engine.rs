@@ -26,14 +26,14 @@ use crate::recall::deliberate::CueResponse;
 use crate::recall::{Ref, RefKind};
 use crate::reconstruct::assemble::{Request, assemble_with};
 use crate::reconstruct::bundle::{Candidate, DeclaredLink, EntityGraph};
-use crate::reconstruct::compact::{Compacted, compact};
+use crate::reconstruct::compact::Compacted;
 use crate::reconstruct::window::candidate_limit_with;
 use crate::reconstruct::{Mutation, ReconstructResponse, window};
 use crate::reconstruct_mode::{
-    Attempt, Fitting, ModeReport, ReconstructMode, TokenCapCut, fit_to_cap, settle_used_tokens,
+    Attempt, Fitting, ModeReport, ReconstructMode, TokenCapCut, fit_to_cap, mode_report, shape,
 };
+use crate::reconstruct_places::{self as places, DepthPlaces};
 use crate::scope::Scope;
-use crate::tokens::cl100k_tokens;
 use crate::{RecallQuery, config::ReconstructConfig};
 
 /// Entity relations and mentions read per call at most: the walk's own bound on a large
@@ -154,45 +154,35 @@ fn json_of(value: &impl Serialize) -> serde_json::Value {
     serde_json::to_value(value).unwrap_or(serde_json::Value::Null)
 }
 
-/// A mode's report before the cap is settled.
-fn mode_report(
-    mode: ReconstructMode,
-    cut: Option<TokenCapCut>,
-    compacted: Compacted,
-) -> ModeReport {
-    ModeReport {
-        mode: mode.name(),
-        token_cap: mode.token_cap(),
-        token_cap_applied: false,
-        token_cap_skipped: None,
-        used_tokens: None,
-        token_cap_cut: cut,
-        walk: "skipped",
-        shape: "compact",
-        compacted,
+/// Pro's depth places: rows of `deeper` (the same recall at depth 100) outside the pool,
+/// read within `scope`, the best by question parts marked held (`reconstruct_places.rs`).
+fn depth_place_rows(
+    conn: &Connection,
+    scope: &Scope,
+    question: &str,
+    deeper: &crate::RecallResult,
+    pool: &[Candidate],
+    query: Option<&[f32]>,
+) -> Result<(Vec<Candidate>, DepthPlaces)> {
+    let held: BTreeSet<Ref> = pool.iter().filter_map(|c| c.r#ref).collect();
+    let mut texts = Vec::new();
+    for message in deeper.response.messages.iter().rev() {
+        if held.contains(&message.r#ref) {
+            continue;
+        }
+        if let Some(row) = read_candidate(conn, scope, message.r#ref, None)? {
+            texts.push((message.r#ref, row.text));
+        }
     }
-}
-
-/// `response` in the mode's compact shape with its report, `used_tokens` settled against
-/// `body` (the whole returned JSON): `(response, report, used tokens)`.
-fn shape(
-    mode: ReconstructMode,
-    mut response: ReconstructResponse,
-    cut: Option<TokenCapCut>,
-    body: impl Fn((&ReconstructResponse, &ModeReport)) -> serde_json::Value,
-) -> (ReconstructResponse, ModeReport, usize) {
-    let mut compacted = compact(&mut response);
-    if cut.is_some() {
-        compacted.cut_by.push("token_cap");
+    let (taken, report) = places::pick(&texts, &held, &places::question_parts(question));
+    let mut rows = Vec::with_capacity(taken.len());
+    for r in taken {
+        if let Some(mut row) = read_candidate(conn, scope, r, query)? {
+            row.reserved = true;
+            rows.push(row);
+        }
     }
-    let mut report = mode_report(mode, cut, compacted);
-    report.token_cap_applied = true;
-    let used = settle_used_tokens(|said| {
-        report.used_tokens = Some(said);
-        cl100k_tokens(&body((&response, &report)).to_string())
-    });
-    report.used_tokens = Some(used);
-    (response, report, used)
+    Ok((rows, report))
 }
 
 impl Fitting for ReconstructResponse {
@@ -397,7 +387,7 @@ impl Engine {
         let window = window::resolve_with(&config, req.count, mutation);
         let top_k = candidate_limit_with(&config, req.top_k, window.effective, mutation);
         let started = Instant::now();
-        let recall = self.recall_pass(&RecallQuery {
+        let query = RecallQuery {
             agent_id: req.agent_id.clone(),
             project_id: req.project_id.clone(),
             channel: req.channel.clone(),
@@ -410,7 +400,18 @@ impl Engine {
             source_id: req.source_id.clone(),
             now_ms: req.now_ms,
             ..RecallQuery::default()
-        })?;
+        };
+        let recall = self.recall_pass(&query)?;
+        // Pro's depth places read the same recall ranked deeper (reference §3.10 (8)).
+        let deeper = match req.mode {
+            Some(ReconstructMode::Pro) if window.effective > 0 => {
+                Some(self.recall_pass(&RecallQuery {
+                    limit: places::DEPTH,
+                    ..query
+                })?)
+            }
+            _ => None,
+        };
         let recall_ms = ms(started);
         let started = Instant::now();
         let scope = Scope::read(
@@ -433,6 +434,21 @@ impl Engine {
                 row.reserved = is_held_place(message.match_reason.admission);
                 candidates.push(row);
             }
+            let depth_places = match &deeper {
+                Some(deeper) => {
+                    let (rows, report) = depth_place_rows(
+                        conn,
+                        &scope,
+                        &req.query,
+                        deeper,
+                        &candidates,
+                        query_vector,
+                    )?;
+                    candidates.extend(rows);
+                    Some(report)
+                }
+                None => None,
+            };
             let pool: BTreeSet<Ref> = candidates.iter().filter_map(|c| c.r#ref).collect();
             let links = read_links(conn, &scope, &pool)?;
             let (graph, graph_cut) = read_graph(conn, &scope)?;
@@ -499,14 +515,14 @@ impl Engine {
                         limit: None,
                         max_evidence: request.max_evidence,
                     });
-                    let mut report = mode_report(mode, None, Compacted::default());
+                    let mut report = mode_report(mode, None, Compacted::default(), depth_places);
                     report.token_cap_skipped = Some("trace");
                     report.shape = "full";
                     (response, Some(report))
                 }
                 Some(mode) => {
                     let shaped = |response: &ReconstructResponse, cut: Option<TokenCapCut>| {
-                        shape(mode, response.clone(), cut, |body| {
+                        shape(mode, response.clone(), cut, depth_places, |body| {
                             wire_body(
                                 body.0,
                                 &advisories,

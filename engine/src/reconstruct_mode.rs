@@ -11,7 +11,10 @@
 use serde::Serialize;
 
 use crate::config::ReconstructConfig;
-use crate::reconstruct::compact::Compacted;
+use crate::reconstruct::ReconstructResponse;
+use crate::reconstruct::compact::{Compacted, compact};
+use crate::reconstruct_places::DepthPlaces;
+use crate::tokens::cl100k_tokens;
 
 /// A reconstruct `mode`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -95,6 +98,9 @@ pub struct ModeReport {
     /// What the cap cut, when it cut.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub token_cap_cut: Option<TokenCapCut>,
+    /// Pro's depth places (held items from the same recall ranked at depth 100).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub depth_places: Option<DepthPlaces>,
     /// The relation walk is skipped under a mode.
     pub walk: &'static str,
     /// `compact` (the mode's shortened shape) or `full` (under `trace`, which keeps every
@@ -207,6 +213,50 @@ pub(crate) fn fit_to_cap<R: Fitting>(
         }
     }
     Err(CapBelowMinimum { minimum })
+}
+
+/// A mode's report before the cap is settled.
+pub(crate) fn mode_report(
+    mode: ReconstructMode,
+    cut: Option<TokenCapCut>,
+    compacted: Compacted,
+    depth_places: Option<DepthPlaces>,
+) -> ModeReport {
+    ModeReport {
+        mode: mode.name(),
+        token_cap: mode.token_cap(),
+        token_cap_applied: false,
+        token_cap_skipped: None,
+        used_tokens: None,
+        token_cap_cut: cut,
+        depth_places,
+        walk: "skipped",
+        shape: "compact",
+        compacted,
+    }
+}
+
+/// `response` in the mode's compact shape with its report, `used_tokens` settled against
+/// `body` (the whole returned JSON): `(response, report, used tokens)`.
+pub(crate) fn shape(
+    mode: ReconstructMode,
+    mut response: ReconstructResponse,
+    cut: Option<TokenCapCut>,
+    depth_places: Option<DepthPlaces>,
+    body: impl Fn((&ReconstructResponse, &ModeReport)) -> serde_json::Value,
+) -> (ReconstructResponse, ModeReport, usize) {
+    let mut compacted = compact(&mut response);
+    if cut.is_some() {
+        compacted.cut_by.push("token_cap");
+    }
+    let mut report = mode_report(mode, cut, compacted, depth_places);
+    report.token_cap_applied = true;
+    let used = settle_used_tokens(|said| {
+        report.used_tokens = Some(said);
+        cl100k_tokens(&body((&response, &report)).to_string())
+    });
+    report.used_tokens = Some(used);
+    (response, report, used)
 }
 
 #[cfg(test)]

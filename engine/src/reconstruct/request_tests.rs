@@ -186,6 +186,51 @@ fn rows_a_time_cue_seats_become_held_items_after_the_window() {
 }
 
 #[test]
+fn pro_adds_depth_places_from_a_deeper_ranking_as_held_items() {
+    let (_dir, engine) = engine();
+    corpus(&engine);
+    let pro = ask(&engine, |r| {
+        r.top_k = Some(5);
+        r.mode = Some(ReconstructMode::Pro);
+    });
+    let window: Vec<Ref> = pro
+        .response
+        .items
+        .iter()
+        .filter(|i| i.admission.is_none())
+        .filter_map(|i| i.head_ref)
+        .collect();
+    let held: Vec<Ref> = pro
+        .response
+        .items
+        .iter()
+        .filter(|i| i.admission == Some("reservation"))
+        .filter_map(|i| i.head_ref)
+        .collect();
+    // The five candidates fill the window; eight of the other fifteen rows take the places.
+    assert_eq!(window.len(), 5);
+    assert_eq!(held.len(), 8);
+    assert!(held.iter().all(|r| !window.contains(r)));
+    assert_eq!(pro.response.reserved_count, Some(8));
+    let places = pro
+        .mode
+        .as_ref()
+        .and_then(|m| m.depth_places)
+        .expect("reported");
+    assert_eq!(
+        (places.depth, places.beyond_pool, places.taken),
+        (100, 15, 8)
+    );
+    // Lite and no mode ask no deeper ranking.
+    let lite = ask(&engine, |r| {
+        r.top_k = Some(5);
+        r.mode = Some(ReconstructMode::Lite);
+    });
+    assert_eq!(lite.response.reserved_count, None);
+    assert!(lite.mode.and_then(|m| m.depth_places).is_none());
+}
+
+#[test]
 fn lite_sets_its_budget_and_skips_the_walk_and_pro_widens_the_window() {
     let (_dir, engine) = engine();
     corpus(&engine);
