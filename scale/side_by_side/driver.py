@@ -13,8 +13,8 @@ autocut off so the top 10 is a ranking, not a cut), after a warm-up; we report r
 round-trip p50/p95 per server, the ratio CPersona / cpersona-rs, and the mean overlap of their
 top-10 ids (|A ∩ B| / 10).
 
-The two servers run side by side and their queries alternate (one to each, the order flipping
-every query), so a load change on this shared machine falls on both alike.
+The servers run side by side and each query goes to each in turn (the order rotating every
+query), so a load change on this shared machine falls on all alike.
 
 `--fill direct` fills CPersona's store without its MCP import, whose cost grows quadratically
 (10K rows ~200 s here; 100K would take hours): the CPersona server is started once on the empty
@@ -22,10 +22,12 @@ store (its own startup, as before an MCP import), then `seed_cpersona.py` runs C
 `do_import_memories` in-process on the same file (see that script for the one query plan it
 pins and why the answer is unchanged). The time reported for it is that seeding's, not
 CPersona's MCP import time. cpersona-rs is still filled through MCP. `--check-fill` (with
-`--fill direct`) also fills a third store through CPersona's MCP import and reports whether the
-two CPersona stores hold the same rows (every table compared, FTS and embeddings included) and
-answer the queries the same (ordered ids and whole messages): the test that the seeding is
-faithful. Run it at a rung where the MCP import is affordable (1K).
+`--fill direct`) also fills two more stores through CPersona's MCP import and reports whether
+the seeded store holds the same rows as an MCP-filled one (every table compared, FTS and
+embeddings included) and answers the queries the same (whole messages, ordered ids, id-set
+Jaccard), beside the same comparison between the two MCP-filled stores: CPersona's answers
+vary from run to run, so that is the baseline. This is the test that the seeding is faithful;
+run it at a rung where the MCP import is affordable (1K).
 
 Usage: python driver.py --binary target/debug/cpersona --rungs 1000,10000 [--queries 200]
        python driver.py --binary target/release/cpersona --rungs 1000 --fill direct --check-fill
@@ -212,7 +214,8 @@ def table_digests(db):
 
 
 async def fill_cpersona(args, params, env, jsonl, n):
-    """Fill CPersona's store: through MCP import_memories, or seeded directly (seconds)."""
+    """Fill CPersona's store: through MCP import_memories (seconds), or seeded directly
+    ({total_s: server start on the empty store + seeding process, do_import_memories_s})."""
     if args.fill == "mcp":
         return await load(params, jsonl, n, "CPersona")
     t = time.perf_counter()
@@ -221,9 +224,10 @@ async def fill_cpersona(args, params, env, jsonl, n):
         return None
     # The server's own startup on the empty store, as the MCP path has before its import.
     await session_run(params, started)
-    subprocess.run([args.python, SEED_SCRIPT, jsonl, str(n)], env=env, check=True,
-                   stdout=subprocess.DEVNULL)
-    return time.perf_counter() - t
+    done = subprocess.run([args.python, SEED_SCRIPT, jsonl, str(n)], env=env, check=True,
+                          stdout=subprocess.PIPE, text=True)
+    return {"total_s": time.perf_counter() - t,
+            "do_import_memories_s": json.loads(done.stdout.splitlines()[-1])["import_s"]}
 
 
 def seed_tables(seeded_db, mcp_db):
@@ -234,16 +238,18 @@ def seed_tables(seeded_db, mcp_db):
             "differing": {k: {"seeded": a.get(k), "mcp": b.get(k)} for k in differ}}
 
 
-def answers_check(seeded_run, mcp_run):
-    """Compare the two CPersona stores' answers to the same queries."""
-    (_, a_top, a_msg), (_, b_top, b_msg) = seeded_run, mcp_run
+def answers_check(a_run, b_run):
+    """Compare two CPersona stores' answers to the same queries: whole answers equal, ordered
+    ids equal, and the mean Jaccard of the id sets (CPersona may answer more than 10 rows)."""
+    (_, a_top, a_msg), (_, b_top, b_msg) = a_run, b_run
     a_ids = [[m.get("id") for m in x] for x in a_msg]
     b_ids = [[m.get("id") for m in x] for x in b_msg]
     return {
         "queries": len(a_msg),
-        "same_ordered_ids": sum(x == y for x, y in zip(a_ids, b_ids)),
         "same_messages": sum(x == y for x, y in zip(a_msg, b_msg)),
-        "top10_overlap": sum(len(x & y) / 10 for x, y in zip(a_top, b_top)) / max(1, len(a_top)),
+        "same_ordered_ids": sum(x == y for x, y in zip(a_ids, b_ids)),
+        "id_jaccard": sum(len(x & y) / max(1, len(x | y)) for x, y in zip(a_top, b_top))
+        / max(1, len(a_top)),
     }
 
 
@@ -269,11 +275,18 @@ async def rung(args, n, texts, vectors, qs, embed_url, out):
     py_load = await fill_cpersona(args, py, py_env, jsonl, n)
     servers = [(rs, "cpersona-rs"), (py, "CPersona")]
     if args.check_fill:
-        mcp_env = dict(py_env, CPERSONA_DB_PATH=os.path.join(work, "py-mcp.db"))
-        mcp = StdioServerParameters(command=args.python, args=["-m", "cpersona"], env=mcp_env)
-        mcp_load = await load(mcp, jsonl, n, "CPersona (MCP, for --check-fill)")
-        check = {"tables": seed_tables(os.path.join(work, "py.db"), os.path.join(work, "py-mcp.db"))}
-        servers.append((mcp, "CPersona (MCP-filled)"))
+        # Two stores filled through MCP: two equal CPersona stores do not always give the same
+        # answer to the same query (measured), so MCP vs MCP is the baseline that seeded vs
+        # MCP is read against.
+        mcp_db = [os.path.join(work, f"py-mcp{k}.db") for k in (1, 2)]
+        mcp = [StdioServerParameters(command=args.python, args=["-m", "cpersona"],
+                                     env=dict(py_env, CPERSONA_DB_PATH=db)) for db in mcp_db]
+        mcp_load = [await load(m, jsonl, n, "CPersona (MCP, --check-fill)") for m in mcp]
+        py_db = os.path.join(work, "py.db")
+        check = {"mcp_import_s": mcp_load,
+                 "tables_seeded_vs_mcp": seed_tables(py_db, mcp_db[0]),
+                 "tables_mcp_vs_mcp": seed_tables(mcp_db[1], mcp_db[0])}
+        servers += [(mcp[0], "CPersona (MCP-filled)"), (mcp[1], "CPersona (MCP-filled, 2)")]
     load_before = os.getloadavg()
     runs = await measure(servers, qs)
     (rs_ms, rs_top, _), (py_ms, py_top, _) = runs[0], runs[1]
@@ -282,7 +295,7 @@ async def rung(args, n, texts, vectors, qs, embed_url, out):
         "rows": n, "queries": len(rs_ms), "fill": args.fill,
         "rs": {"import_s": rs_load, "index_rebuild_s": rs_index,
                "recall_p50_ms": pct(rs_ms, 0.5), "recall_p95_ms": pct(rs_ms, 0.95)},
-        "cpersona": {("import_s" if args.fill == "mcp" else "direct_seed_s"): py_load,
+        "cpersona": {("import_s" if args.fill == "mcp" else "direct_seed"): py_load,
                      "recall_p50_ms": pct(py_ms, 0.5), "recall_p95_ms": pct(py_ms, 0.95)},
         "ratio_p50_cpersona_over_rs": pct(py_ms, 0.5) / pct(rs_ms, 0.5),
         "ratio_p95_cpersona_over_rs": pct(py_ms, 0.95) / pct(rs_ms, 0.95),
@@ -290,10 +303,11 @@ async def rung(args, n, texts, vectors, qs, embed_url, out):
         "loadavg_1m_before_after": [load_before[0], os.getloadavg()[0]],
     }
     if args.check_fill:
-        check.update(answers_check(runs[1], runs[2]))
-        check["mcp_import_s"] = mcp_load
-        check["mcp_filled_recall_p50_ms"] = pct(runs[2][0], 0.5)
-        result["seed_check"] = check
+        check["answers_seeded_vs_mcp"] = answers_check(runs[1], runs[2])
+        check["answers_seeded_vs_mcp2"] = answers_check(runs[1], runs[3])
+        check["answers_mcp_vs_mcp2"] = answers_check(runs[2], runs[3])
+        check["recall_p50_ms_seeded_mcp_mcp2"] = [pct(r[0], 0.5) for r in runs[1:]]
+        result["fill_check"] = check
     subprocess.run(["rm", "-rf", work], check=True)
     return result
 
@@ -362,11 +376,13 @@ async def main():
               f"{r['top10_overlap']:>8.2f}")
     for r in results:
         py_fill = (f"CPersona MCP import {r['cpersona']['import_s']:.1f} s" if r["fill"] == "mcp" else
-                   f"CPersona direct seed {r['cpersona']['direct_seed_s']:.1f} s (not its MCP import)")
+                   (f"CPersona direct seed {r['cpersona']['direct_seed']['total_s']:.1f} s, of which "
+                   f"do_import_memories {r['cpersona']['direct_seed']['do_import_memories_s']:.1f} s"
+                   " (not its MCP import time)"))
         print(f"{r['rows']:>8} rows: ours MCP import {r['rs']['import_s']:.1f} s + index rebuild "
               f"{r['rs']['index_rebuild_s']:.1f} s; {py_fill}; load {r['loadavg_1m_before_after']}")
-        if "seed_check" in r:
-            print(f"{'':>8} seed check: {json.dumps(r['seed_check'])}")
+        if "fill_check" in r:
+            print(f"{'':>8} fill check: {json.dumps(r['fill_check'])}")
     print(f"wrote {os.path.join(out, 'side_by_side.json')}")
 
 
