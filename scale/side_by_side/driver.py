@@ -323,7 +323,7 @@ async def main():
     p.add_argument("--fill", choices=("mcp", "direct"), default="mcp",
                    help="fill CPersona through its MCP import, or seed it directly (see above)")
     p.add_argument("--check-fill", action="store_true",
-                   help="with --fill direct: also fill CPersona through MCP and compare the two")
+                   help="with --fill direct: also fill two CPersona stores through MCP and compare")
     p.add_argument("--rs-set", action="append", default=[], metavar="NAME=VALUE",
                    help="a CPERSONA_* setting for cpersona-rs only (repeatable)")
     args = p.parse_args()
@@ -363,7 +363,8 @@ async def main():
         serve.terminate()
         serve.wait(timeout=10)
     report = {"command": " ".join(sys.argv), "embedder": model, "warmup": WARMUP,
-              "transport": "stdio, official mcp client, one call at a time, servers alternating", "rungs": results}
+              "transport": "stdio, official mcp client, one call at a time, servers alternating",
+              "rungs": results}
     with open(os.path.join(out, "side_by_side.json"), "w") as f:
         json.dump(report, f, indent=2)
     print(f"\nembedder {model}; recall round trip over MCP stdio, limit 10, gate/autocut off")

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Fill a CPersona 2.6.14 store with CPersona's own import code, in-process (driver `--seed direct`).
+"""Fill a CPersona 2.6.14 store with CPersona's own import code, in-process (driver `--fill direct`).
 
 Run with the venv's python and the server's environment (CPERSONA_DB_PATH and the rest, as the
 driver sets them): `python seed_cpersona.py CORPUS.jsonl ROWS`. It opens the store with
