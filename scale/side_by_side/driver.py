@@ -13,16 +13,37 @@ autocut off so the top 10 is a ranking, not a cut), after a warm-up; we report r
 round-trip p50/p95 per server, the ratio CPersona / cpersona-rs, and the mean overlap of their
 top-10 ids (|A ∩ B| / 10).
 
+The servers run side by side and each query goes to each in turn (the order rotating every
+query), so a load change on this shared machine falls on all alike.
+
+`--fill direct` fills CPersona's store without its MCP import, whose cost grows quadratically
+(10K rows ~200 s here; 100K would take hours): the CPersona server is started once on the empty
+store (its own startup, as before an MCP import), then `seed_cpersona.py` runs CPersona's own
+`do_import_memories` in-process on the same file (see that script for the one query plan it
+pins and why the answer is unchanged). The time reported for it is that seeding's, not
+CPersona's MCP import time. cpersona-rs is still filled through MCP. `--check-fill` (with
+`--fill direct`) also fills two more stores through CPersona's MCP import and reports whether
+the seeded store holds the same rows as an MCP-filled one (every table compared, FTS and
+embeddings included) and answers the queries the same (whole messages, ordered ids, id-set
+Jaccard), beside the same comparison between the two MCP-filled stores: CPersona's answers
+vary from run to run, so that is the baseline. This is the test that the seeding is faithful;
+run it at a rung where the MCP import is affordable (1K).
+
 Usage: python driver.py --binary target/debug/cpersona --rungs 1000,10000 [--queries 200]
+       python driver.py --binary target/release/cpersona --rungs 1000 --fill direct --check-fill
+       python driver.py --binary target/release/cpersona --rungs 100000 --fill direct
 """
 
 import argparse
 import asyncio
 import base64
+import contextlib
+import hashlib
 import json
 import os
 import random
 import socket
+import sqlite3
 import struct
 import subprocess
 import sys
@@ -34,6 +55,7 @@ from mcp.client.stdio import stdio_client
 
 AGENT = "sbs"
 WARMUP = 20
+SEED_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "seed_cpersona.py")
 SUBJECTS = ("Aiko", "Ben", "Carla", "Dmitri", "Elena", "Farid", "Grace", "Hiro", "Ines", "Jonas")
 VERBS = ("booked", "cancelled", "moved", "discussed", "finished", "reviewed", "forgot",
          "planned", "paid", "fixed", "postponed", "shared")
@@ -143,21 +165,92 @@ async def load(params, jsonl, rows, label):
     return await session_run(params, go)
 
 
-async def measure(params, qs, label):
-    async def go(session):
-        ms, tops = [], []
+async def measure(servers, qs):
+    """Ask every server each query in turn (the order rotating per query) over sessions held
+    open side by side. Returns per server (ms, top-10 id sets, messages) after the warm-up."""
+    async with contextlib.AsyncExitStack() as stack:
+        sessions = []
+        for params, _ in servers:
+            read, write = await stack.enter_async_context(
+                stdio_client(params, errlog=open(os.devnull, "w")))
+            session = await stack.enter_async_context(ClientSession(read, write))
+            await session.initialize()
+            sessions.append(session)
+        out = [([], [], []) for _ in servers]
         for i, q in enumerate(qs):
-            t = time.perf_counter()
-            body = await call(session, "recall", {"agent_id": AGENT, "query": q, "limit": 10})
-            took = (time.perf_counter() - t) * 1000
-            if "messages" not in body:
-                raise SystemExit(f"{label}: recall answered {json.dumps(body)[:400]}")
-            if i >= WARMUP:
-                ms.append(took)
-                # Messages come in ascending relevance; the set is what we compare.
-                tops.append({m.get("id") for m in body["messages"]})
-        return ms, tops
-    return await session_run(params, go)
+            for k in range(len(servers)):
+                j = (i + k) % len(servers)
+                label = servers[j][1]
+                t = time.perf_counter()
+                body = await call(sessions[j], "recall", {"agent_id": AGENT, "query": q, "limit": 10})
+                took = (time.perf_counter() - t) * 1000
+                if "messages" not in body:
+                    raise SystemExit(f"{label}: recall answered {json.dumps(body)[:400]}")
+                if i >= WARMUP:
+                    ms, tops, messages = out[j]
+                    ms.append(took)
+                    # Messages come in ascending relevance; the set is what we compare.
+                    tops.append({m.get("id") for m in body["messages"]})
+                    messages.append(body["messages"])
+        return out
+
+
+def table_digests(db):
+    """sha256 of every ordinary table's rows (sorted), by table: FTS shadow tables included.
+    schema_version is read without its applied_at, the wall-clock time the store was created."""
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        names = [r[0] for r in con.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND sql NOT LIKE 'CREATE VIRTUAL%'"
+            " ORDER BY name")]
+        out = {}
+        for name in names:
+            cols = "version" if name == "schema_version" else "*"
+            rows = sorted(repr(r) for r in con.execute(f'SELECT {cols} FROM "{name}"'))
+            out[name] = (len(rows), hashlib.sha256("\n".join(rows).encode()).hexdigest()[:16])
+        return out
+    finally:
+        con.close()
+
+
+async def fill_cpersona(args, params, env, jsonl, n):
+    """Fill CPersona's store: through MCP import_memories (seconds), or seeded directly
+    ({total_s: server start on the empty store + seeding process, do_import_memories_s})."""
+    if args.fill == "mcp":
+        return await load(params, jsonl, n, "CPersona")
+    t = time.perf_counter()
+
+    async def started(_session):
+        return None
+    # The server's own startup on the empty store, as the MCP path has before its import.
+    await session_run(params, started)
+    done = subprocess.run([args.python, SEED_SCRIPT, jsonl, str(n)], env=env, check=True,
+                          stdout=subprocess.PIPE, text=True)
+    return {"total_s": time.perf_counter() - t,
+            "do_import_memories_s": json.loads(done.stdout.splitlines()[-1])["import_s"]}
+
+
+def seed_tables(seeded_db, mcp_db):
+    """Compare a seeded CPersona store's tables with one filled through MCP, before any query."""
+    a, b = table_digests(seeded_db), table_digests(mcp_db)
+    differ = sorted(k for k in a.keys() | b.keys() if a.get(k) != b.get(k))
+    return {"compared": len(a | b), "rows_memories": a.get("memories", (0,))[0],
+            "differing": {k: {"seeded": a.get(k), "mcp": b.get(k)} for k in differ}}
+
+
+def answers_check(a_run, b_run):
+    """Compare two CPersona stores' answers to the same queries: whole answers equal, ordered
+    ids equal, and the mean Jaccard of the id sets (CPersona may answer more than 10 rows)."""
+    (_, a_top, a_msg), (_, b_top, b_msg) = a_run, b_run
+    a_ids = [[m.get("id") for m in x] for x in a_msg]
+    b_ids = [[m.get("id") for m in x] for x in b_msg]
+    return {
+        "queries": len(a_msg),
+        "same_messages": sum(x == y for x, y in zip(a_msg, b_msg)),
+        "same_ordered_ids": sum(x == y for x, y in zip(a_ids, b_ids)),
+        "id_jaccard": sum(len(x & y) / max(1, len(x | y)) for x, y in zip(a_top, b_top))
+        / max(1, len(a_top)),
+    }
 
 
 async def rung(args, n, texts, vectors, qs, embed_url, out):
@@ -179,20 +272,42 @@ async def rung(args, n, texts, vectors, qs, embed_url, out):
     subprocess.run([args.binary, "index", "rebuild"], env=rs_env, check=True,
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     rs_index = time.perf_counter() - t
-    py_load = await load(py, jsonl, n, "CPersona")
-    rs_ms, rs_top = await measure(rs, qs, "cpersona-rs")
-    py_ms, py_top = await measure(py, qs, "CPersona")
+    py_load = await fill_cpersona(args, py, py_env, jsonl, n)
+    servers = [(rs, "cpersona-rs"), (py, "CPersona")]
+    if args.check_fill:
+        # Two stores filled through MCP: two equal CPersona stores do not always give the same
+        # answer to the same query (measured), so MCP vs MCP is the baseline that seeded vs
+        # MCP is read against.
+        mcp_db = [os.path.join(work, f"py-mcp{k}.db") for k in (1, 2)]
+        mcp = [StdioServerParameters(command=args.python, args=["-m", "cpersona"],
+                                     env=dict(py_env, CPERSONA_DB_PATH=db)) for db in mcp_db]
+        mcp_load = [await load(m, jsonl, n, "CPersona (MCP, --check-fill)") for m in mcp]
+        py_db = os.path.join(work, "py.db")
+        check = {"mcp_import_s": mcp_load,
+                 "tables_seeded_vs_mcp": seed_tables(py_db, mcp_db[0]),
+                 "tables_mcp_vs_mcp": seed_tables(mcp_db[1], mcp_db[0])}
+        servers += [(mcp[0], "CPersona (MCP-filled)"), (mcp[1], "CPersona (MCP-filled, 2)")]
+    load_before = os.getloadavg()
+    runs = await measure(servers, qs)
+    (rs_ms, rs_top, _), (py_ms, py_top, _) = runs[0], runs[1]
     overlap = sum(len(a & b) / 10 for a, b in zip(rs_top, py_top)) / max(1, len(rs_top))
     result = {
-        "rows": n, "queries": len(rs_ms),
+        "rows": n, "queries": len(rs_ms), "fill": args.fill,
         "rs": {"import_s": rs_load, "index_rebuild_s": rs_index,
                "recall_p50_ms": pct(rs_ms, 0.5), "recall_p95_ms": pct(rs_ms, 0.95)},
-        "cpersona": {"import_s": py_load,
+        "cpersona": {("import_s" if args.fill == "mcp" else "direct_seed"): py_load,
                      "recall_p50_ms": pct(py_ms, 0.5), "recall_p95_ms": pct(py_ms, 0.95)},
         "ratio_p50_cpersona_over_rs": pct(py_ms, 0.5) / pct(rs_ms, 0.5),
         "ratio_p95_cpersona_over_rs": pct(py_ms, 0.95) / pct(rs_ms, 0.95),
         "top10_overlap": overlap,
+        "loadavg_1m_before_after": [load_before[0], os.getloadavg()[0]],
     }
+    if args.check_fill:
+        check["answers_seeded_vs_mcp"] = answers_check(runs[1], runs[2])
+        check["answers_seeded_vs_mcp2"] = answers_check(runs[1], runs[3])
+        check["answers_mcp_vs_mcp2"] = answers_check(runs[2], runs[3])
+        check["recall_p50_ms_seeded_mcp_mcp2"] = [pct(r[0], 0.5) for r in runs[1:]]
+        result["fill_check"] = check
     subprocess.run(["rm", "-rf", work], check=True)
     return result
 
@@ -205,11 +320,17 @@ async def main():
     p.add_argument("--queries", type=int, default=200)
     p.add_argument("--seed", type=int, default=11)
     p.add_argument("--out", default="target/side_by_side")
+    p.add_argument("--fill", choices=("mcp", "direct"), default="mcp",
+                   help="fill CPersona through its MCP import, or seed it directly (see above)")
+    p.add_argument("--check-fill", action="store_true",
+                   help="with --fill direct: also fill two CPersona stores through MCP and compare")
     p.add_argument("--rs-set", action="append", default=[], metavar="NAME=VALUE",
                    help="a CPERSONA_* setting for cpersona-rs only (repeatable)")
     args = p.parse_args()
     if any("=" not in kv for kv in args.rs_set):
         p.error("--rs-set takes NAME=VALUE")
+    if args.check_fill and args.fill != "direct":
+        p.error("--check-fill compares a direct fill with the MCP one: it needs --fill direct")
     rungs = [int(x) for x in args.rungs.split(",")]
     out = os.path.abspath(args.out)
     os.makedirs(out, exist_ok=True)
@@ -242,7 +363,8 @@ async def main():
         serve.terminate()
         serve.wait(timeout=10)
     report = {"command": " ".join(sys.argv), "embedder": model, "warmup": WARMUP,
-              "transport": "stdio, official mcp client, one call at a time", "rungs": results}
+              "transport": "stdio, official mcp client, one call at a time, servers alternating",
+              "rungs": results}
     with open(os.path.join(out, "side_by_side.json"), "w") as f:
         json.dump(report, f, indent=2)
     print(f"\nembedder {model}; recall round trip over MCP stdio, limit 10, gate/autocut off")
@@ -253,6 +375,15 @@ async def main():
               f"{r['cpersona']['recall_p50_ms']:>8.2f} {r['cpersona']['recall_p95_ms']:>8.2f} "
               f"{r['ratio_p50_cpersona_over_rs']:>7.2f} {r['ratio_p95_cpersona_over_rs']:>7.2f} "
               f"{r['top10_overlap']:>8.2f}")
+    for r in results:
+        py_fill = (f"CPersona MCP import {r['cpersona']['import_s']:.1f} s" if r["fill"] == "mcp" else
+                   (f"CPersona direct seed {r['cpersona']['direct_seed']['total_s']:.1f} s, of which "
+                   f"do_import_memories {r['cpersona']['direct_seed']['do_import_memories_s']:.1f} s"
+                   " (not its MCP import time)"))
+        print(f"{r['rows']:>8} rows: ours MCP import {r['rs']['import_s']:.1f} s + index rebuild "
+              f"{r['rs']['index_rebuild_s']:.1f} s; {py_fill}; load {r['loadavg_1m_before_after']}")
+        if "fill_check" in r:
+            print(f"{'':>8} fill check: {json.dumps(r['fill_check'])}")
     print(f"wrote {os.path.join(out, 'side_by_side.json')}")
 
 
