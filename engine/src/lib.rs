@@ -90,5 +90,5 @@ pub use recall_engine::{
 };
 pub use reconstruct_engine::{GRAPH_ROW_CAP, ReconstructRequest, ReconstructResult};
 pub use reconstruct_mode::{ModeReport, ReconstructMode, TokenCapCut};
-pub use reconstruct_places::DepthPlaces;
+pub use reconstruct_places::{Places, ProPlaces};
 pub use scope::Scope;

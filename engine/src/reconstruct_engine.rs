@@ -32,7 +32,7 @@ use crate::reconstruct::{Mutation, ReconstructResponse, window};
 use crate::reconstruct_mode::{
     Attempt, Fitting, ModeReport, ReconstructMode, TokenCapCut, fit_to_cap, mode_report, shape,
 };
-use crate::reconstruct_places::{self as places, DepthPlaces};
+use crate::reconstruct_places as places;
 use crate::scope::Scope;
 use crate::{RecallQuery, config::ReconstructConfig};
 
@@ -154,35 +154,68 @@ fn json_of(value: &impl Serialize) -> serde_json::Value {
     serde_json::to_value(value).unwrap_or(serde_json::Value::Null)
 }
 
-/// Pro's depth places: rows of `deeper` (the same recall at depth 100) outside the pool,
-/// read within `scope`, the best by question parts marked held (`reconstruct_places.rs`).
-fn depth_place_rows(
+/// Pro's keyword then depth places (`reconstruct_places.rs`): rows of `deeper` (the same
+/// recall at depth 100, with its stages) outside the pool, read within `scope`, marked held.
+fn pro_place_rows(
     conn: &Connection,
     scope: &Scope,
     question: &str,
     deeper: &crate::RecallResult,
     pool: &[Candidate],
     query: Option<&[f32]>,
-) -> Result<(Vec<Candidate>, DepthPlaces)> {
-    let held: BTreeSet<Ref> = pool.iter().filter_map(|c| c.r#ref).collect();
-    let mut texts = Vec::new();
-    for message in deeper.response.messages.iter().rev() {
-        if held.contains(&message.r#ref) {
-            continue;
-        }
-        if let Some(row) = read_candidate(conn, scope, message.r#ref, None)? {
-            texts.push((message.r#ref, row.text));
-        }
-    }
-    let (taken, report) = places::pick(&texts, &held, &places::question_parts(question));
-    let mut rows = Vec::with_capacity(taken.len());
-    for r in taken {
+) -> Result<(Vec<Candidate>, places::ProPlaces)> {
+    let mut held: BTreeSet<Ref> = pool.iter().filter_map(|c| c.r#ref).collect();
+    let parts = places::question_parts(question);
+    let texts =
+        |refs: &mut dyn Iterator<Item = Ref>, held: &BTreeSet<Ref>| -> Result<Vec<(Ref, String)>> {
+            let mut out = Vec::new();
+            for r in refs {
+                if held.contains(&r) {
+                    continue;
+                }
+                if let Some(row) = read_candidate(conn, scope, r, None)? {
+                    out.push((r, row.text));
+                }
+            }
+            Ok(out)
+        };
+    // Keyword places: rows only a lexical arm ranked, in fused order (module doc of
+    // `reconstruct_places.rs`: passed or refused).
+    let mut lexical = deeper
+        .stages
+        .iter()
+        .flat_map(|s| &s.fusion)
+        .filter(|c| c.lexical_only())
+        .map(|c| c.r#ref);
+    let (keyword, keyword_report) = places::pick(
+        &texts(&mut lexical, &held)?,
+        &held,
+        &parts,
+        places::KEYWORD_PLACES,
+    );
+    held.extend(keyword.iter().copied());
+    // Depth places: the deeper answer, best first.
+    let mut answer = deeper.response.messages.iter().rev().map(|m| m.r#ref);
+    let (depth, depth_report) = places::pick(
+        &texts(&mut answer, &held)?,
+        &held,
+        &parts,
+        places::DEPTH_PLACES,
+    );
+    let mut rows = Vec::with_capacity(keyword.len() + depth.len());
+    for r in keyword.into_iter().chain(depth) {
         if let Some(mut row) = read_candidate(conn, scope, r, query)? {
             row.reserved = true;
             rows.push(row);
         }
     }
-    Ok((rows, report))
+    Ok((
+        rows,
+        places::ProPlaces {
+            keyword: keyword_report,
+            depth: depth_report,
+        },
+    ))
 }
 
 impl Fitting for ReconstructResponse {
@@ -407,6 +440,8 @@ impl Engine {
             Some(ReconstructMode::Pro) if window.effective > 0 => {
                 Some(self.recall_pass(&RecallQuery {
                     limit: places::DEPTH,
+                    // The stages: the gate's refusals feed the keyword places.
+                    trace: true,
                     ..query
                 })?)
             }
@@ -434,9 +469,9 @@ impl Engine {
                 row.reserved = is_held_place(message.match_reason.admission);
                 candidates.push(row);
             }
-            let depth_places = match &deeper {
+            let pro_places = match &deeper {
                 Some(deeper) => {
-                    let (rows, report) = depth_place_rows(
+                    let (rows, report) = pro_place_rows(
                         conn,
                         &scope,
                         &req.query,
@@ -515,14 +550,14 @@ impl Engine {
                         limit: None,
                         max_evidence: request.max_evidence,
                     });
-                    let mut report = mode_report(mode, None, Compacted::default(), depth_places);
+                    let mut report = mode_report(mode, None, Compacted::default(), pro_places);
                     report.token_cap_skipped = Some("trace");
                     report.shape = "full";
                     (response, Some(report))
                 }
                 Some(mode) => {
                     let shaped = |response: &ReconstructResponse, cut: Option<TokenCapCut>| {
-                        shape(mode, response.clone(), cut, depth_places, |body| {
+                        shape(mode, response.clone(), cut, pro_places, |body| {
                             wire_body(
                                 body.0,
                                 &advisories,

@@ -13,7 +13,7 @@ use serde::Serialize;
 use crate::config::ReconstructConfig;
 use crate::reconstruct::ReconstructResponse;
 use crate::reconstruct::compact::{Compacted, compact};
-use crate::reconstruct_places::DepthPlaces;
+use crate::reconstruct_places::ProPlaces;
 use crate::tokens::cl100k_tokens;
 
 /// A reconstruct `mode`.
@@ -98,9 +98,9 @@ pub struct ModeReport {
     /// What the cap cut, when it cut.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub token_cap_cut: Option<TokenCapCut>,
-    /// Pro's depth places (held items from the same recall ranked at depth 100).
+    /// Pro's keyword and depth places (held items from the same recall ranked at depth 100).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub depth_places: Option<DepthPlaces>,
+    pub places: Option<ProPlaces>,
     /// The relation walk is skipped under a mode.
     pub walk: &'static str,
     /// `compact` (the mode's shortened shape) or `full` (under `trace`, which keeps every
@@ -220,7 +220,7 @@ pub(crate) fn mode_report(
     mode: ReconstructMode,
     cut: Option<TokenCapCut>,
     compacted: Compacted,
-    depth_places: Option<DepthPlaces>,
+    places: Option<ProPlaces>,
 ) -> ModeReport {
     ModeReport {
         mode: mode.name(),
@@ -229,7 +229,7 @@ pub(crate) fn mode_report(
         token_cap_skipped: None,
         used_tokens: None,
         token_cap_cut: cut,
-        depth_places,
+        places,
         walk: "skipped",
         shape: "compact",
         compacted,
@@ -242,14 +242,14 @@ pub(crate) fn shape(
     mode: ReconstructMode,
     mut response: ReconstructResponse,
     cut: Option<TokenCapCut>,
-    depth_places: Option<DepthPlaces>,
+    places: Option<ProPlaces>,
     body: impl Fn((&ReconstructResponse, &ModeReport)) -> serde_json::Value,
 ) -> (ReconstructResponse, ModeReport, usize) {
     let mut compacted = compact(&mut response);
     if cut.is_some() {
         compacted.cut_by.push("token_cap");
     }
-    let mut report = mode_report(mode, cut, compacted, depth_places);
+    let mut report = mode_report(mode, cut, compacted, places);
     report.token_cap_applied = true;
     let used = settle_used_tokens(|said| {
         report.used_tokens = Some(said);

@@ -1,10 +1,18 @@
-//! Pro's depth places (reference cpersona-2.6.14 §3.10 (8), §4.2 step 11): up to 8 held places
-//! for rows of a deeper ranking (the same recall at depth 100) that the candidate pool does not
-//! hold, ordered by how many of the question's parts (§5.3) their text holds, then by the
-//! deeper rank. They become held items after the window (`admission: "reservation"`).
+//! Pro's extra held places (reference cpersona-2.6.14 §3.10 (7) and (8), §4.2 step 11), both
+//! read from one deeper ranking (the same recall at depth 100):
+//! - keyword places, up to 8: rows only a lexical arm ranked. The reference gives them to such
+//!   rows the gate refused (7), and one keyword seat to such rows that passed (2); this build's
+//!   gate passes a lexical-only row that has no cosine, so refusals are rare and the 8 places
+//!   take lexical-only rows passed or refused (the one seat of (2) is not offered otherwise);
+//! - depth places, up to 8: rows of the deeper answer;
+//!
+//! each time among rows the candidate pool (and earlier places) do not hold, ordered by how
+//! many of the question's parts (§5.3) their text holds, then by the deeper rank. They become
+//! held items after the window (`admission: "reservation"`), keyword places first.
 //!
 //! Pure: the caller runs the deeper recall and reads the rows. It must never displace a row
-//! of the pool or take a window place.
+//! of the pool or take a window place. Block places (§3.10 (6)) are not offered: recall has no
+//! block reservation in this build.
 
 use std::collections::BTreeSet;
 
@@ -17,17 +25,28 @@ use crate::recall::Ref;
 pub(crate) const DEPTH: usize = 100;
 /// Pro's depth places.
 pub(crate) const DEPTH_PLACES: usize = 8;
+/// Pro's keyword places.
+pub(crate) const KEYWORD_PLACES: usize = 8;
 /// Parts of a question kept at most (§5.3).
 const MAX_PARTS: usize = 32;
 
-/// What the depth places did, reported in the mode's report.
+/// What pro's places did (`mode.places`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-pub struct DepthPlaces {
+pub struct ProPlaces {
+    /// Keyword places: rows only a lexical arm ranked.
+    pub keyword: Places,
+    /// Depth places: rows of the deeper answer.
+    pub depth: Places,
+}
+
+/// What one kind of place did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Places {
     /// The deeper ranking's depth.
     pub depth: usize,
     /// Places offered.
     pub places: usize,
-    /// Rows the deeper ranking held beyond the pool.
+    /// Rows eligible beyond the pool.
     pub beyond_pool: usize,
     /// Places taken.
     pub taken: usize,
@@ -107,13 +126,14 @@ pub(crate) fn parts_held(parts: &[String], text: &str) -> usize {
     parts.iter().filter(|p| text.contains(p.as_str())).count()
 }
 
-/// The rows taking the depth places: `deeper` is the deeper ranking best first with each
+/// The rows taking `places` places: `deeper` holds the eligible rows best first with each
 /// row's text, `pool` the rows already held.
 pub(crate) fn pick(
     deeper: &[(Ref, String)],
     pool: &BTreeSet<Ref>,
     parts: &[String],
-) -> (Vec<Ref>, DepthPlaces) {
+    places: usize,
+) -> (Vec<Ref>, Places) {
     let mut beyond: Vec<(usize, usize, Ref)> = deeper
         .iter()
         .enumerate()
@@ -123,10 +143,10 @@ pub(crate) fn pick(
     let beyond_pool = beyond.len();
     // Most parts first; the deeper rank breaks ties (a total order: ranks are distinct).
     beyond.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
-    let taken: Vec<Ref> = beyond.iter().take(DEPTH_PLACES).map(|t| t.2).collect();
-    let report = DepthPlaces {
+    let taken: Vec<Ref> = beyond.iter().take(places).map(|t| t.2).collect();
+    let report = Places {
         depth: DEPTH,
-        places: DEPTH_PLACES,
+        places,
         beyond_pool,
         taken: taken.len(),
     };
@@ -177,7 +197,7 @@ mod tests {
             })
             .collect();
         let pool: BTreeSet<Ref> = [Ref::mem(1), Ref::mem(2), Ref::mem(5)].into();
-        let (taken, report) = pick(&deeper, &pool, &parts);
+        let (taken, report) = pick(&deeper, &pool, &parts, DEPTH_PLACES);
         // Row 5 is held already; row 9 holds two parts; then deeper rank decides.
         assert_eq!(taken, [9, 3, 4, 6, 7, 8, 10, 11].map(Ref::mem).to_vec());
         assert_eq!((report.beyond_pool, report.taken), (9, 8));

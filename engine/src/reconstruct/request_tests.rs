@@ -212,22 +212,67 @@ fn pro_adds_depth_places_from_a_deeper_ranking_as_held_items() {
     assert_eq!(held.len(), 8);
     assert!(held.iter().all(|r| !window.contains(r)));
     assert_eq!(pro.response.reserved_count, Some(8));
-    let places = pro
-        .mode
-        .as_ref()
-        .and_then(|m| m.depth_places)
-        .expect("reported");
-    assert_eq!(
-        (places.depth, places.beyond_pool, places.taken),
-        (100, 15, 8)
-    );
+    let places = pro.mode.as_ref().and_then(|m| m.places).expect("reported");
+    let depth = places.depth;
+    assert_eq!((depth.depth, depth.beyond_pool, depth.taken), (100, 15, 8));
+    // Every row matches the question's words: no lexical-only refusal, no keyword place.
+    assert_eq!(places.keyword.taken, 0);
     // Lite and no mode ask no deeper ranking.
     let lite = ask(&engine, |r| {
         r.top_k = Some(5);
         r.mode = Some(ReconstructMode::Lite);
     });
     assert_eq!(lite.response.reserved_count, None);
-    assert!(lite.mode.and_then(|m| m.depth_places).is_none());
+    assert!(lite.mode.and_then(|m| m.places).is_none());
+}
+
+#[test]
+fn pro_gives_a_keyword_place_to_a_row_only_a_lexical_arm_found() {
+    let (_dir, engine) = engine();
+    // 150 notes close to the question, then ten that share only a rare word with it: only
+    // the keyword arm finds those, and the depth places prefer rows holding more parts.
+    for n in 0..150 {
+        engine
+            .store(&crate::StoreRequest {
+                agent_id: "a".into(),
+                content: format!("Roses pruned in the garden bed number {n}, mulched and watered."),
+                timestamp: Some(format!("2024-01-01T{:02}:{:02}:00Z", n / 60, n % 60)),
+                ..crate::StoreRequest::default()
+            })
+            .unwrap();
+    }
+    let mut rare = Vec::new();
+    for n in 0..10 {
+        let out = engine
+            .store(&crate::StoreRequest {
+                agent_id: "a".into(),
+                content: format!("Invoice zyxqvw {n} for the quarterly tax filing of the bakery."),
+                timestamp: Some(format!("2024-02-{:02}T00:00:00Z", n + 1)),
+                ..crate::StoreRequest::default()
+            })
+            .unwrap();
+        let Some(crate::StoreId::Row(id)) = out.id else {
+            panic!("stored: {out:?}")
+        };
+        rare.push(Ref::mem(id));
+    }
+    let pro = ask(&engine, |r| {
+        r.query = "roses pruned garden zyxqvw".into();
+        r.top_k = Some(5);
+        r.mode = Some(ReconstructMode::Pro);
+    });
+    let places = pro.mode.as_ref().and_then(|m| m.places).expect("reported");
+    let held: Vec<Ref> = pro
+        .response
+        .items
+        .iter()
+        .filter(|i| i.admission == Some("reservation"))
+        .filter_map(|i| i.head_ref)
+        .collect();
+    assert!(places.keyword.taken > 0, "{places:?}");
+    // Keyword places come first among the held items, and hold only the keyword's rows.
+    let keyword = &held[..places.keyword.taken];
+    assert!(keyword.iter().all(|r| rare.contains(r)), "{held:?}");
 }
 
 #[test]
