@@ -9,8 +9,8 @@ use cpersona_engine::blocks::{BlockOrder, best_blocks};
 use cpersona_engine::embed::{EmbedError, Embedder, EmbedderIdentity, TokenInfo};
 use cpersona_engine::recall::Ref;
 use cpersona_engine::{
-    Engine, EngineConfig, IndexTable, MemoryIdRequest, StoreId, StoreRequest, UpdateMemoryRequest,
-    split_block_row_id,
+    Engine, EngineConfig, ImportRequest, IndexTable, MemoryIdRequest, StoreId, StoreRequest,
+    UpdateMemoryRequest, split_block_row_id,
 };
 use cpersona_index::Generation;
 use serde_json::json;
@@ -285,6 +285,53 @@ fn owed_vectors_are_queued_then_filled_by_the_drain() {
     let drained = f.engine.drain_embedding_queue_now(10).unwrap();
     assert_eq!(drained.derived_filled, 1);
     assert_eq!(owed(&c), 0);
+}
+
+#[test]
+fn an_imported_episode_gets_block_offsets_then_vectors() {
+    let f = fixture();
+    let lines = [
+        json!({"_type": "header", "version": "cpersona-export/1.0", "agent_id": "a",
+               "memory_count": 0, "episode_count": 1, "profile_count": 0}),
+        json!({"_type": "episode", "agent_id": "a", "summary": LONG,
+               "start_time": "2026-01-01T09:00:00Z", "end_time": "2026-01-01T10:00:00Z"}),
+    ];
+    let path = f.dir.path().join("episodes.jsonl");
+    let text: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+    std::fs::write(&path, text.join("\n")).unwrap();
+    let out = f
+        .engine
+        .import_memories(&ImportRequest {
+            input_path: path,
+            ..Default::default()
+        })
+        .unwrap();
+    assert_eq!(out.imported_episodes, 1, "{out:?}");
+    let c = conn_of(&f);
+    let id: i64 = c
+        .query_row("SELECT id FROM episodes", [], |r| r.get(0))
+        .unwrap();
+    // The offsets land with the row; they tile the summary.
+    let mut stmt = c
+        .prepare(
+            "SELECT start_char, end_char FROM record_blocks WHERE parent_kind = 'ep' \
+             AND parent_id = ? ORDER BY block_index",
+        )
+        .unwrap();
+    let blocks: Vec<(usize, usize)> = stmt
+        .query_map([id], |r| {
+            Ok((r.get::<_, i64>(0)? as usize, r.get::<_, i64>(1)? as usize))
+        })
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert!(blocks.len() >= 2, "{blocks:?}");
+    assert_partition(&blocks, LONG.chars().count());
+    // The drain fills their vectors, so quotes can rank them.
+    f.engine.drain_embedding_queue_now(10).unwrap();
+    let stored = f.engine.stored_blocks(Ref::ep(id)).unwrap();
+    assert_eq!(stored.len(), blocks.len());
+    assert!(stored.iter().all(|b| b.int8.is_some()));
 }
 
 #[test]
