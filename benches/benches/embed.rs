@@ -98,9 +98,29 @@ fn texts(seed: u64, n: usize, n_words: usize) -> Vec<String> {
         .collect()
 }
 
-/// Texts per second over `rounds` timed runs of `run` (after one warm-up), best and median.
-fn measure(n_texts: usize, rounds: usize, mut run: impl FnMut()) -> (f64, f64) {
+/// CPU seconds this process has used so far, all threads (`/proc/self/stat` utime + stime, in
+/// the kernel's 100 Hz user ticks); `None` off Linux. Under a loaded machine wall-clock rates
+/// swing, CPU time much less.
+fn cpu_seconds() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // The command name may hold spaces; the fields after its closing parenthesis do not.
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    // utime and stime are fields 14 and 15 of the whole line, 12 and 13 after the name.
+    let ticks: f64 = fields.get(11)?.parse::<f64>().ok()? + fields.get(12)?.parse::<f64>().ok()?;
+    Some(ticks / 100.0)
+}
+
+/// One measured workload: texts per second over `rounds` timed runs (after one warm-up),
+/// best and median, and the CPU milliseconds per text over all timed runs.
+struct Rate {
+    best: f64,
+    median: f64,
+    cpu_ms_per_text: Option<f64>,
+}
+
+fn measure(n_texts: usize, rounds: usize, mut run: impl FnMut()) -> Rate {
     run();
+    let cpu_before = cpu_seconds();
     let mut rates: Vec<f64> = (0..rounds)
         .map(|_| {
             let started = Instant::now();
@@ -108,8 +128,15 @@ fn measure(n_texts: usize, rounds: usize, mut run: impl FnMut()) -> (f64, f64) {
             n_texts as f64 / started.elapsed().max(Duration::from_nanos(1)).as_secs_f64()
         })
         .collect();
+    let cpu_ms_per_text = cpu_before
+        .zip(cpu_seconds())
+        .map(|(before, after)| (after - before) * 1e3 / (n_texts * rounds) as f64);
     rates.sort_by(f64::total_cmp);
-    (rates[rates.len() - 1], rates[rates.len() / 2])
+    Rate {
+        best: rates[rates.len() - 1],
+        median: rates[rates.len() / 2],
+        cpu_ms_per_text,
+    }
 }
 
 fn report(name: &str, embedder: &dyn Embedder) {
@@ -127,16 +154,101 @@ fn report(name: &str, embedder: &dyn Embedder) {
     });
     let batched = measure(short.len(), 5, || embed(&short_refs));
     let window = measure(long.len(), 3, || embed(&long_refs));
-    for (what, (best, median)) in [
-        ("short texts (12 words), one at a time", one_at_a_time),
-        ("short texts (12 words), batch of 64", batched),
+    // The model's work per text, from the real token counts (none for the hash embedder).
+    let flop_per_text = |batch: &[&str]| -> Option<f64> {
+        if name != "builtin" {
+            return None;
+        }
+        let infos = embedder.count_tokens(batch).ok()??;
+        let lengths: Vec<usize> = infos.iter().map(|i| i.count.min(i.window)).collect();
+        Some(bert_flop(&lengths))
+    };
+    for (what, rate, flop) in [
+        (
+            "short texts (12 words), one at a time",
+            one_at_a_time,
+            flop_per_text(&short_refs),
+        ),
+        (
+            "short texts (12 words), batch of 64",
+            batched,
+            flop_per_text(&short_refs),
+        ),
         (
             "256-token texts (400 words, truncated), batch of 16",
             window,
+            flop_per_text(&long_refs),
         ),
     ] {
-        println!("{name:<8} {what:<52} {median:>9.1} texts/s median  {best:>9.1} best");
+        let cpu = rate
+            .cpu_ms_per_text
+            .map_or_else(|| "?".to_owned(), |ms| format!("{ms:.1}"));
+        let gflops = flop.map_or_else(String::new, |flop| {
+            format!("{:>6.1} GFLOP/s", rate.median * flop / 1e9)
+        });
+        println!(
+            "{name:<8} {what:<52} {:>9.1} texts/s median {:>9.1} best {cpu:>8} cpu-ms/text {gflops}",
+            rate.median, rate.best
+        );
     }
+}
+
+/// MiniLM-L6's floating-point operations per text, on average over texts of these token
+/// counts: per layer and token the Q/K/V, output,
+/// intermediate and output-dense products (2·384·(1152 + 384 + 1536 + 1536)), plus per
+/// layer and text the two attention products (2 · 2·len²·384).
+fn bert_flop(lengths: &[usize]) -> f64 {
+    let (layers, h, inner) = (6.0, 384.0, 1536.0);
+    lengths
+        .iter()
+        .map(|&len| {
+            let len = len as f64;
+            layers * (len * 2.0 * h * (3.0 * h + h + 2.0 * inner) + 4.0 * len * len * h)
+        })
+        .sum::<f64>()
+        / lengths.len() as f64
+}
+
+/// GFLOP/s of a bare candle matmul (`gemm` underneath) at the shapes the model runs: the
+/// four linear layers over 16 tokens (one short text) and 4096 (16 texts of 256), and the
+/// two per-head attention products of one text of 16 and of 256 tokens. Threads: candle's
+/// (`RAYON_NUM_THREADS`).
+fn matmul_report() -> candle_core::Result<()> {
+    use candle_core::{Device, Tensor};
+    let device = Device::Cpu;
+    let linear = [(384, 1152), (384, 384), (384, 1536), (1536, 384)];
+    let mut shapes: Vec<(usize, usize, usize, usize)> = Vec::new();
+    for tokens in [16, 256, 1024, 4096] {
+        shapes.extend(linear.iter().map(|&(k, n)| (1, tokens, k, n)));
+    }
+    for len in [16, 256] {
+        shapes.push((12, len, 32, len));
+        shapes.push((12, len, len, 32));
+    }
+    for (batch, m, k, n) in shapes {
+        let lhs = Tensor::randn(0f32, 1.0, (batch, m, k), &device)?;
+        let rhs = Tensor::randn(0f32, 1.0, (batch, k, n), &device)?;
+        let flop = 2.0 * (batch * m * k * n) as f64;
+        // About 0.2 s of work at 50 GFLOP/s, at least 3 products.
+        let reps = ((1e10 / flop) as usize).max(3);
+        lhs.matmul(&rhs)?;
+        let cpu_before = cpu_seconds();
+        let started = Instant::now();
+        for _ in 0..reps {
+            lhs.matmul(&rhs)?;
+        }
+        let wall = started.elapsed().as_secs_f64();
+        let cpu = cpu_before.zip(cpu_seconds()).map_or_else(
+            || "?".to_owned(),
+            |(b, a)| format!("{:.1}", flop * reps as f64 / (a - b).max(0.01) / 1e9),
+        );
+        println!(
+            "matmul {batch:>2}x {m:>4}x{k:<4}·{k:>4}x{n:<4} {:>7.1} GFLOP/s wall {cpu:>7} per cpu-s  ({:.3} ms each)",
+            flop * reps as f64 / wall / 1e9,
+            wall * 1e3 / reps as f64
+        );
+    }
+    Ok(())
 }
 
 fn main() {
@@ -145,6 +257,11 @@ fn main() {
         cpersona_engine::embed::builtin::compute_threads(),
         std::thread::available_parallelism().map_or(1, usize::from)
     );
+    // `cargo bench` passes --bench; the one word this binary reads is `matmul`.
+    if std::env::args().skip(1).any(|arg| arg == "matmul") {
+        matmul_report().expect("matmul");
+        return;
+    }
     report("hash", &HashEmbedder::new());
     match std::env::var_os("CPERSONA_MODEL_DIR") {
         None => println!(
