@@ -326,7 +326,9 @@ pub fn exp(x: f32) -> f32 {
     // ln 2 split in two so that n·C1 is exact.
     const C1: f32 = 0.693_359_4;
     const C2: f32 = -2.121_944_4e-4;
-    let x = x.clamp(-87.3, 88.3);
+    // min/max and the exponent built by adding a magic number (no float-to-int cast, whose
+    // NaN and saturation checks kept LLVM from vectorising the loops that call this).
+    let x = x.max(-87.3).min(88.3);
     let n = (x * LOG2E + 0.5).floor();
     let r = x - n * C1 - n * C2;
     let p = ((((1.987_569_1e-4 * r + 1.398_199_9e-3) * r + 8.333_452e-3) * r + 4.166_579_6e-2) * r
@@ -334,8 +336,10 @@ pub fn exp(x: f32) -> f32 {
         * r
         + 5.000_000_1e-1;
     let y = p * r * r + r + 1.0;
-    // n is within [-126, 128) after the clamp, so the biased exponent is a normal one.
-    y * f32::from_bits(((n as i32 + 127) as u32) << 23)
+    // n + 127 lies in [1, 255) after the clamp; added to 2^23 it sits in the low mantissa bits,
+    // and shifting those into the exponent field (the rest shifts out) gives 2^n.
+    let biased = n + (127.0 + 8_388_608.0);
+    y * f32::from_bits(biased.to_bits() << 23)
 }
 
 /// `erf(x)`: its Maclaurin series below |x| = 0.5 (where the formula below would lose digits
