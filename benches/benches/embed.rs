@@ -139,9 +139,13 @@ fn measure(n_texts: usize, rounds: usize, mut run: impl FnMut()) -> Rate {
     }
 }
 
+/// The bench's texts: 64 short ones and 16 that fill the window.
+fn workload() -> (Vec<String>, Vec<String>) {
+    (texts(1, 64, 12), texts(2, 16, 400))
+}
+
 fn report(name: &str, embedder: &dyn Embedder) {
-    let short = texts(1, 64, 12);
-    let long = texts(2, 16, 400);
+    let (short, long) = workload();
     let short_refs: Vec<&str> = short.iter().map(String::as_str).collect();
     let long_refs: Vec<&str> = long.iter().map(String::as_str).collect();
     let embed = |batch: &[&str]| {
@@ -257,9 +261,22 @@ fn main() {
         cpersona_engine::embed::builtin::compute_threads(),
         std::thread::available_parallelism().map_or(1, usize::from)
     );
-    // `cargo bench` passes --bench; the one word this binary reads is `matmul`.
-    if std::env::args().skip(1).any(|arg| arg == "matmul") {
+    // `cargo bench` passes --bench; the words this binary reads are `matmul` (the bare
+    // matmul table) and `texts` (prints the workload, `short<TAB>text` / `long<TAB>text`, for
+    // scripts/embed_pytorch.py to run the same texts through sentence-transformers).
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.iter().any(|arg| arg == "matmul") {
         matmul_report().expect("matmul");
+        return;
+    }
+    if args.iter().any(|arg| arg == "texts") {
+        let (short, long) = workload();
+        for text in &short {
+            println!("short\t{text}");
+        }
+        for text in &long {
+            println!("long\t{text}");
+        }
         return;
     }
     report("hash", &HashEmbedder::new());
