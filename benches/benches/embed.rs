@@ -1,21 +1,43 @@
 //! Embedding throughput of the builtin embedder (and the hash fallback): short texts one at a
 //! time, short texts batched, and texts long enough to fill the 256-token window. Prints
-//! texts/s; the model comes from `CPERSONA_MODEL_DIR` and the builtin figures are skipped,
-//! saying so, when it is absent.
+//! texts/s (median and best of the rounds), CPU milliseconds per text (all threads, from
+//! `/proc/self/stat`) and, for the model, GFLOP/s from the texts' real token counts (MiniLM-L6:
+//! ~0.30 GFLOP for a 14-token text, 6.04 for a 256-token one, 90% of it in the four linear
+//! products). The model comes from `CPERSONA_MODEL_DIR`; the builtin figures are skipped,
+//! saying so, when it is absent. `embed matmul` prints bare candle matmul GFLOP/s at the
+//! model's shapes instead (threads: `RAYON_NUM_THREADS`); `embed texts` prints the workload
+//! for `scripts/embed_pytorch.py`, which runs the same texts through sentence-transformers.
 //!
-//! Run: `CPERSONA_MODEL_DIR=$PWD/target/test-deps/all-MiniLM-L6-v2 cargo bench --workspace --no-run --profile=dev`,
-//! then the `embed` binary it names (`target/debug/deps/embed-*`). Never `-p`: another
-//! feature set rebuilds candle.
+//! Run: `cargo build --profile bench --workspace --bench embed`, then
+//! `CPERSONA_MODEL_DIR=$PWD/target/test-deps/all-MiniLM-L6-v2 target/release/deps/embed-*`
+//! (never `-p`: another feature set rebuilds candle). Measure in the bench profile; the dev
+//! profile's gemm matches it only through the root Cargo.toml's override for gemm-f32.
 //!
-//! Profile (`perf record` of this binary, dev profile, 2 cores at load 9–11, December 2026):
-//! 58% of the samples are in `gemm`'s f32 microkernel (candle's CPU matmul), then the
-//! thread-pool barrier (3.6%), `erf` of the GELU (4.9%), `exp` of the softmax (3.4%) and
-//! scheduler time; the rest is under 1.5% each. Turning on `gemm`'s `x86-v4` feature (its
-//! AVX-512 kernels; candle leaves it off) moved the samples to the AVX-512 kernel (65%) but
-//! did not lower the CPU time of a whole run (`perf stat` task-clock 36.4 s before, 41.4 s
-//! with it, same workload), so it was not kept: on this machine the matmul is not bound by
-//! the width of its FMAs. Wall-clock rates here swing ±50% between runs of one binary under
-//! that load, so compare binaries by alternating them, or by `perf stat` CPU time.
+//! Figures (December 2026, 2 cores shared with other work at load 7–9, so wall rates are 3–6×
+//! below what 2 idle cores give and swing ±50%; CPU ms per text is the steadier column). One
+//! alternating run of the bench-profile binaries before (candle element-wise ops) and after
+//! (`cpersona_index::nn`'s fused kernels), and PyTorch 2.15 / sentence-transformers (2 threads)
+//! on the same texts, two rounds each (texts/s median, CPU ms/text):
+//!
+//! | workload                     | before            | after             | PyTorch           |
+//! |------------------------------|-------------------|-------------------|-------------------|
+//! | short, one at a time         | 22.8, 18.7 / 18.1 | 47.5, 18.2 / 17.6 | 1.2, 0.9 / 251    |
+//! | short, batch of 64           | 17.2, 24.6 / 10.8 | 33.9, 55.9 / 5.9  | 64.0, 34.3 / 11.8 |
+//! | 256 tokens, batch of 16      | 2.0, 1.9 / 151    | 1.3, 2.6 / 139    | 5.5, 4.5 / 108    |
+//!
+//! Bare matmul in the bench profile, one thread: 68–91 GFLOP per CPU-second at the linear
+//! shapes for 256 to 4096 tokens, 48–77 at 16 tokens; the dev profile gave 33–45 before the
+//! root Cargo.toml's gemm override and 53–91 with it (`RAYON_NUM_THREADS=1 embed matmul`,
+//! 80–93 GFLOP/s wall at load 4: one idle core). End to end
+//! the 256-token case reaches ~43 GFLOP per CPU-second after (6.04 GFLOP / 139 ms), PyTorch ~56.
+//! PyTorch one at a time spent ~250 CPU ms per short text on this loaded machine, far from
+//! the ~82 texts/s it gives on 2 idle cores; why was not looked into.
+//! Profile after (`perf record`, dev profile): gemm's f32 microkernel 68% of the samples, the
+//! `nn` kernels 13% (the attention's two products, plain axpy loops, most of it), copies and
+//! page faults the rest. Left: the attention products are store-bound (one store per
+//! multiply-add; blocking the reduction by 4 would cut that), and one short text is bound by
+//! gemm on 16 rows against whole weights (48–77 GFLOP per CPU-second, with little to split
+//! between two threads).
 #![forbid(unsafe_code)]
 #![allow(clippy::print_stdout)]
 
