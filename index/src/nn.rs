@@ -248,10 +248,26 @@ impl WithSimd for HeadAttention<'_> {
         let mut scores = vec![0f32; len];
         let mut out = vec![0f32; len * d];
         for (q_row, out_row) in q.chunks_exact(d).zip(out.chunks_exact_mut(d)) {
+            // Both products take four terms of their sum per pass, so a pass stores once per
+            // four multiply-adds instead of once per one.
             scores.fill(0.0);
-            for (&qc, k_row) in q_row.iter().zip(kt.chunks_exact(len)) {
+            let q_blocks = q_row.chunks_exact(4);
+            let k_blocks = kt.chunks_exact(4 * len);
+            for (&qc, k_row) in q_blocks
+                .remainder()
+                .iter()
+                .zip(k_blocks.remainder().chunks_exact(len))
+            {
                 for (s, k) in scores.iter_mut().zip(k_row) {
                     *s += qc * k;
+                }
+            }
+            for (qs, ks) in q_blocks.zip(k_blocks) {
+                let (k0, rest) = ks.split_at(len);
+                let (k1, rest) = rest.split_at(len);
+                let (k2, k3) = rest.split_at(len);
+                for ((((s, a), b), c), e) in scores.iter_mut().zip(k0).zip(k1).zip(k2).zip(k3) {
+                    *s += qs[0] * a + qs[1] * b + qs[2] * c + qs[3] * e;
                 }
             }
             let top = max(&scores);
@@ -259,9 +275,23 @@ impl WithSimd for HeadAttention<'_> {
                 *s = exp((*s - top) * scale);
             }
             let inv_total = 1.0 / sum(&scores);
-            for (&p, v_row) in scores.iter().zip(v.chunks_exact(d)) {
+            let p_blocks = scores.chunks_exact(4);
+            let v_blocks = v.chunks_exact(4 * d);
+            for (&p, v_row) in p_blocks
+                .remainder()
+                .iter()
+                .zip(v_blocks.remainder().chunks_exact(d))
+            {
                 for (o, x) in out_row.iter_mut().zip(v_row) {
                     *o += p * x;
+                }
+            }
+            for (ps, vs) in p_blocks.zip(v_blocks) {
+                let (v0, rest) = vs.split_at(d);
+                let (v1, rest) = rest.split_at(d);
+                let (v2, v3) = rest.split_at(d);
+                for ((((o, a), b), c), e) in out_row.iter_mut().zip(v0).zip(v1).zip(v2).zip(v3) {
+                    *o += ps[0] * a + ps[1] * b + ps[2] * c + ps[3] * e;
                 }
             }
             for o in out_row.iter_mut() {
@@ -328,13 +358,14 @@ pub fn exp(x: f32) -> f32 {
     const C2: f32 = -2.121_944_4e-4;
     // min/max and the exponent built by adding a magic number (no float-to-int cast, whose
     // NaN and saturation checks kept LLVM from vectorising the loops that call this).
+    #[allow(clippy::manual_clamp)] // max/min, whose NaN rule LLVM maps onto vector min/max
     let x = x.max(-87.3).min(88.3);
     let n = (x * LOG2E + 0.5).floor();
     let r = x - n * C1 - n * C2;
     let p = ((((1.987_569_1e-4 * r + 1.398_199_9e-3) * r + 8.333_452e-3) * r + 4.166_579_6e-2) * r
         + 1.666_666_5e-1)
         * r
-        + 5.000_000_1e-1;
+        + 0.5;
     let y = p * r * r + r + 1.0;
     // n + 127 lies in [1, 255) after the clamp; added to 2^23 it sits in the low mantissa bits,
     // and shifting those into the exponent field (the rest shifts out) gives 2^n.
