@@ -41,11 +41,12 @@
 //! | workload                     | before            | after             | after, blocked    |
 //! |------------------------------|-------------------|-------------------|-------------------|
 //! | short, one at a time         | 26.4, 29.4 / 18.1 | 39.8, 32.1 / 16.2 | 30.4, 29.1 / 16.9 |
-//! | short, batch of 64           | 52.5, 96.3 / 9.6  | 158.6, 175.6 / 5.5| 95.1, 122.8 / 5.5 |
+//! | short, batch of 64           | 52.5, 96.3 / 9.6  | 158.6, 175.6 / 5.5 | 95.1, 122.8 / 5.5 |
 //! | 256 tokens, batch of 16      | 4.9, 5.7 / 142    | 3.6, 11.7 / 136   | 5.2, 7.1 / 119    |
 //!
 //! So at 256 tokens the CPU per text fell 16% in all (142 → 119 ms; 51 GFLOP per CPU-second,
-//! PyTorch 56); batched short texts take half the CPU of before and less than PyTorch's.
+//! PyTorch 56); batched short texts take about half the CPU of before (PyTorch: 9.8–13.7 ms
+//! in the first run).
 //! Left: one short text is bound by gemm on 16 rows against whole weights (48–77 GFLOP per
 //! CPU-second, little to split between two threads); wall figures on 2 idle cores were not
 //! measurable here.
