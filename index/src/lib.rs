@@ -16,6 +16,7 @@ pub mod format;
 pub mod generation;
 pub mod kernels;
 mod mmap;
+pub mod nn;
 mod prefilter;
 pub mod quantize;
 mod rerank;

@@ -4,18 +4,28 @@
 //! projections (Q, K, V) where one does. Here the texts of a batch lie back to back as rows of
 //! one matrix, so every linear layer is one matrix product over real tokens only, Q, K and V
 //! come from one fused product, and attention runs per text (no mask: a text only ever sees
-//! its own tokens). The numerics are the same operations as candle's model (its matmul,
-//! layer norm and softmax kernels), so the vectors match the reference to 1e-5.
-//! It never pools or normalises: the embedder does that.
+//! its own tokens). The matrix products are candle's (gemm); everything between them runs in
+//! `cpersona_index::nn`'s fused kernels over plain `Vec<f32>` rows: bias + GELU in one pass,
+//! bias + residual + layer norm in one pass, attention per text and head in parallel with its
+//! softmax inline. candle's element-wise ops would each allocate a tensor, run a libm call per
+//! element, and wake a second spinning thread pool beside the rayon one gemm uses. The
+//! vectors match the reference to 1e-5 (engine embed tests).
+//! It never normalises: the embedder does that.
 
-use candle_core::{DType, Device, Result, Tensor};
+use candle_core::{Device, Result, Tensor};
 use candle_nn::VarBuilder;
 use candle_transformers::models::bert::{Config as BertConfig, HiddenAct};
+use cpersona_index::nn::{self, AttentionShape};
+
+/// A 1-D weight as a plain vector.
+fn vector(tensor: &Tensor) -> Result<Vec<f32>> {
+    tensor.to_vec1::<f32>()
+}
 
 /// A layer norm's scale and shift.
 struct Norm {
-    weight: Tensor,
-    bias: Tensor,
+    weight: Vec<f32>,
+    bias: Vec<f32>,
 }
 
 impl Norm {
@@ -26,35 +36,45 @@ impl Norm {
         } else {
             (vb.get(size, "gamma")?, vb.get(size, "beta")?)
         };
-        Ok(Self { weight, bias })
+        Ok(Self {
+            weight: vector(&weight)?,
+            bias: vector(&bias)?,
+        })
     }
 
-    fn forward(&self, xs: &Tensor, eps: f32) -> Result<Tensor> {
-        candle_nn::ops::layer_norm(xs, &self.weight, &self.bias, eps)
+    /// `x = norm(x + bias + residual)` in place, rows of the norm's width.
+    fn add_norm(&self, x: &mut [f32], residual: Option<&[f32]>, bias: &[f32], eps: f32) {
+        nn::add_norm(x, residual, bias, &self.weight, &self.bias, eps);
     }
 }
 
 /// A linear layer stored transposed and contiguous (`in × out`), so the product needs no
-/// copy of the weight.
+/// copy of the weight. The product leaves the bias out: the fused kernel after it adds it.
 struct Dense {
     weight_t: Tensor,
-    bias: Tensor,
+    bias: Vec<f32>,
 }
 
 impl Dense {
-    fn from_parts(weight: &Tensor, bias: Tensor) -> Result<Self> {
+    fn from_parts(weight: &Tensor, bias: &Tensor) -> Result<Self> {
         Ok(Self {
             weight_t: weight.t()?.contiguous()?,
-            bias,
+            bias: vector(bias)?,
         })
     }
 
     fn load(vb: &VarBuilder, input: usize, output: usize) -> Result<Self> {
-        Self::from_parts(&vb.get((output, input), "weight")?, vb.get(output, "bias")?)
+        Self::from_parts(
+            &vb.get((output, input), "weight")?,
+            &vb.get(output, "bias")?,
+        )
     }
 
-    fn forward(&self, xs: &Tensor) -> Result<Tensor> {
-        xs.matmul(&self.weight_t)?.broadcast_add(&self.bias)
+    /// `x · W` without the bias, for `x` of rows of the layer's input width.
+    fn product(&self, x: &[f32], device: &Device) -> Result<Vec<f32>> {
+        let input = self.weight_t.dim(0)?;
+        let x = Tensor::from_slice(x, (x.len() / input, input), device)?;
+        x.matmul(&self.weight_t)?.flatten_all()?.to_vec1::<f32>()
     }
 }
 
@@ -82,7 +102,7 @@ impl Layer {
         // One product gives [Q | K | V] per token.
         let qkv = Dense::from_parts(
             &Tensor::cat(&[&q_w, &k_w, &v_w], 0)?,
-            Tensor::cat(&[&q_b, &k_b, &v_b], 0)?,
+            &Tensor::cat(&[&q_b, &k_b, &v_b], 0)?,
         )?;
         Ok(Self {
             qkv,
@@ -101,10 +121,13 @@ impl Layer {
 
 /// The encoder: embeddings, then `num_hidden_layers` transformer layers.
 pub(crate) struct Encoder {
-    word: Tensor,
-    position: Tensor,
+    /// Rows of `hidden` floats, one per vocabulary entry.
+    word: Vec<f32>,
+    /// Rows of `hidden` floats, one per position.
+    position: Vec<f32>,
     /// Token type 0's row: sentence embedding never uses a second segment.
-    token_type: Tensor,
+    token_type: Vec<f32>,
+    hidden: usize,
     embedding_norm: Norm,
     layers: Vec<Layer>,
     heads: usize,
@@ -141,12 +164,19 @@ impl Encoder {
             .map(|i| Layer::load(&vb.pp("encoder").pp("layer").pp(i.to_string()), config))
             .collect::<Result<Vec<_>>>()?;
         Ok(Self {
-            word: embeddings.get((config.vocab_size, h), "word_embeddings.weight")?,
-            position: embeddings.get(
-                (config.max_position_embeddings, h),
-                "position_embeddings.weight",
-            )?,
-            token_type: token_types.get(0)?,
+            word: embeddings
+                .get((config.vocab_size, h), "word_embeddings.weight")?
+                .flatten_all()?
+                .to_vec1::<f32>()?,
+            position: embeddings
+                .get(
+                    (config.max_position_embeddings, h),
+                    "position_embeddings.weight",
+                )?
+                .flatten_all()?
+                .to_vec1::<f32>()?,
+            token_type: vector(&token_types.get(0)?)?,
+            hidden: h,
             embedding_norm: Norm::load(&embeddings.pp("LayerNorm"), h)?,
             layers,
             heads: config.num_attention_heads,
@@ -159,11 +189,14 @@ impl Encoder {
     }
 
     /// The last hidden states of `sequences` (token ids, already truncated to the window),
-    /// packed: rows `offsets[i]..offsets[i] + sequences[i].len()` belong to text `i`.
-    pub(crate) fn forward(&self, sequences: &[&[u32]]) -> Result<(Tensor, Vec<usize>)> {
-        let mut ids = Vec::new();
-        let mut positions = Vec::new();
+    /// packed as rows of `hidden` floats: text `i` owns rows
+    /// `offsets[i]..offsets[i] + sequences[i].len()`.
+    pub(crate) fn forward(&self, sequences: &[&[u32]]) -> Result<(Vec<f32>, Vec<usize>)> {
+        let h = self.hidden;
+        let total: usize = sequences.iter().map(|s| s.len()).sum();
+        let mut hidden = Vec::with_capacity(total * h);
         let mut offsets = Vec::with_capacity(sequences.len());
+        let mut spans = Vec::with_capacity(sequences.len());
         for seq in sequences {
             if seq.len() > self.max_positions {
                 candle_core::bail!(
@@ -172,19 +205,26 @@ impl Encoder {
                     self.max_positions
                 );
             }
-            offsets.push(ids.len());
-            ids.extend_from_slice(seq);
-            positions.extend(0..seq.len() as u32);
+            let offset = hidden.len() / h;
+            offsets.push(offset);
+            spans.push((offset, seq.len()));
+            for (position, &id) in seq.iter().enumerate() {
+                let id = id as usize;
+                let Some(word) = self.word.get(id * h..(id + 1) * h) else {
+                    candle_core::bail!("token id {id} is outside the vocabulary");
+                };
+                let position = &self.position[position * h..(position + 1) * h];
+                hidden.extend(word.iter().zip(position).map(|(w, p)| w + p));
+            }
         }
-        let total = ids.len();
-        let ids = Tensor::from_vec(ids, total, &self.device)?;
-        let positions = Tensor::from_vec(positions, total, &self.device)?;
-        let embedded = (self.word.index_select(&ids, 0)?
-            + self.position.index_select(&positions, 0)?)?
-        .broadcast_add(&self.token_type)?;
-        let mut hidden = self.embedding_norm.forward(&embedded, self.eps)?;
+        self.embedding_norm
+            .add_norm(&mut hidden, None, &self.token_type, self.eps);
+        let shape = AttentionShape {
+            heads: self.heads,
+            head_dim: self.head_dim,
+        };
         for layer in &self.layers {
-            hidden = self.layer(layer, &hidden, sequences, &offsets)?;
+            hidden = self.layer(layer, &hidden, &spans, shape)?;
         }
         Ok((hidden, offsets))
     }
@@ -192,68 +232,72 @@ impl Encoder {
     fn layer(
         &self,
         layer: &Layer,
-        hidden: &Tensor,
-        sequences: &[&[u32]],
-        offsets: &[usize],
-    ) -> Result<Tensor> {
-        let qkv = layer.qkv.forward(hidden)?;
-        let context = sequences
-            .iter()
-            .zip(offsets)
-            .map(|(seq, &offset)| self.attention(&qkv.narrow(0, offset, seq.len())?))
-            .collect::<Result<Vec<_>>>()?;
-        let context = Tensor::cat(&context, 0)?;
-        let attended = (layer.attention_out.forward(&context)? + hidden)?;
-        let attended = layer.attention_norm.forward(&attended, self.eps)?;
-        let inner = layer.intermediate.forward(&attended)?;
-        let inner = match self.act {
-            HiddenAct::Gelu => inner.gelu_erf()?,
-            HiddenAct::GeluApproximate => inner.gelu()?,
-            HiddenAct::Relu => inner.relu()?,
-        };
-        let out = (layer.output.forward(&inner)? + attended)?;
-        layer.output_norm.forward(&out, self.eps)
-    }
-
-    /// Scaled dot-product attention of one text: `qkv` is `len × 3h`; returns `len × h`.
-    fn attention(&self, qkv: &Tensor) -> Result<Tensor> {
-        let len = qkv.dim(0)?;
-        let h = self.heads * self.head_dim;
-        let split = |index: usize| -> Result<Tensor> {
-            qkv.narrow(1, index * h, h)?
-                .reshape((len, self.heads, self.head_dim))?
-                .transpose(0, 1)?
-                .contiguous()
-        };
-        let (q, k, v) = (split(0)?, split(1)?, split(2)?);
-        let scores = (q.matmul(&k.t()?.contiguous()?)? / (self.head_dim as f64).sqrt())?;
-        let probs = candle_nn::ops::softmax_last_dim(&scores)?;
-        probs
-            .matmul(&v)?
-            .transpose(0, 1)?
-            .contiguous()?
-            .reshape((len, h))
+        hidden: &[f32],
+        spans: &[(usize, usize)],
+        shape: AttentionShape,
+    ) -> Result<Vec<f32>> {
+        let device = &self.device;
+        let qkv = layer.qkv.product(hidden, device)?;
+        let context = nn::attention(&qkv, &layer.qkv.bias, spans, shape);
+        let mut attended = layer.attention_out.product(&context, device)?;
+        layer.attention_norm.add_norm(
+            &mut attended,
+            Some(hidden),
+            &layer.attention_out.bias,
+            self.eps,
+        );
+        let mut inner = layer.intermediate.product(&attended, device)?;
+        let bias = &layer.intermediate.bias;
+        match self.act {
+            HiddenAct::Gelu => nn::bias_gelu(&mut inner, bias),
+            HiddenAct::GeluApproximate => {
+                for row in inner.chunks_exact_mut(bias.len()) {
+                    for (v, b) in row.iter_mut().zip(bias) {
+                        *v = gelu_tanh(*v + b);
+                    }
+                }
+            }
+            HiddenAct::Relu => {
+                for row in inner.chunks_exact_mut(bias.len()) {
+                    for (v, b) in row.iter_mut().zip(bias) {
+                        *v = (*v + b).max(0.0);
+                    }
+                }
+            }
+        }
+        let mut out = layer.output.product(&inner, device)?;
+        layer
+            .output_norm
+            .add_norm(&mut out, Some(&attended), &layer.output.bias, self.eps);
+        Ok(out)
     }
 }
 
-/// Mean (or CLS) pools each text's rows of `hidden` into one vector.
+/// GELU's tanh approximation, as candle's `gelu`.
+fn gelu_tanh(x: f32) -> f32 {
+    let inner = (2.0 / std::f32::consts::PI).sqrt() * (x + 0.044_715 * x * x * x);
+    0.5 * x * (1.0 + inner.tanh())
+}
+
+/// Mean (or CLS) pools each text's rows of `hidden` (rows of `width` floats) into one vector.
 pub(crate) fn pool(
-    hidden: &Tensor,
+    hidden: &[f32],
+    width: usize,
     offsets: &[usize],
     lengths: &[usize],
     cls: bool,
-) -> Result<Vec<Vec<f32>>> {
-    let rows = hidden.to_dtype(DType::F32)?.to_vec2::<f32>()?;
-    Ok(offsets
+) -> Vec<Vec<f32>> {
+    offsets
         .iter()
         .zip(lengths)
         .map(|(&offset, &len)| {
+            let row = |i: usize| hidden.get(i * width..(i + 1) * width).unwrap_or_default();
             if cls || len == 0 {
-                return rows.get(offset).cloned().unwrap_or_default();
+                return row(offset).to_vec();
             }
-            let mut sum = vec![0f32; rows[offset].len()];
-            for row in &rows[offset..offset + len] {
-                for (s, x) in sum.iter_mut().zip(row) {
+            let mut sum = vec![0f32; width];
+            for i in offset..offset + len {
+                for (s, x) in sum.iter_mut().zip(row(i)) {
                     *s += x;
                 }
             }
@@ -261,5 +305,5 @@ pub(crate) fn pool(
             sum.iter_mut().for_each(|s| *s /= n);
             sum
         })
-        .collect())
+        .collect()
 }

@@ -187,11 +187,17 @@ impl BuiltinEmbedder {
         let model = &self.identity.model_id;
         let sequences: Vec<&[u32]> = encodings.iter().map(|e| e.get_ids()).collect();
         let lengths: Vec<usize> = sequences.iter().map(|s| s.len()).collect();
-        let run = || -> candle_core::Result<Vec<Vec<f32>>> {
-            let (hidden, offsets) = self.model.forward(&sequences)?;
-            pool(&hidden, &offsets, &lengths, self.pooling == Pooling::Cls)
-        };
-        let mut vectors = run().map_err(|err| model_error(model, err))?;
+        let (hidden, offsets) = self
+            .model
+            .forward(&sequences)
+            .map_err(|err| model_error(model, err))?;
+        let mut vectors = pool(
+            &hidden,
+            self.identity.dim,
+            &offsets,
+            &lengths,
+            self.pooling == Pooling::Cls,
+        );
         for (index, vector) in vectors.iter_mut().enumerate() {
             l2_normalize(vector, index)?;
         }
