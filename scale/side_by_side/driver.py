@@ -265,6 +265,10 @@ async def rung(args, n, texts, vectors, qs, embed_url, out):
     # Settings for our server only (e.g. CPERSONA_RECALL_LEXICAL_CAP=off, to compare like with
     # like: CPersona ranks bm25 over every match).
     rs_env.update(dict(kv.split("=", 1) for kv in args.rs_set))
+    # Settings for both servers (e.g. CPERSONA_MAX_MEMORIES, the vector scan window both honour).
+    both = dict(kv.split("=", 1) for kv in args.set)
+    rs_env.update(both)
+    py_env.update(both)
     rs = StdioServerParameters(command=args.binary, args=["serve"], env=rs_env)
     py = StdioServerParameters(command=args.python, args=["-m", "cpersona"], env=py_env)
     rs_load = await load(rs, jsonl, n, "cpersona-rs")
@@ -293,6 +297,7 @@ async def rung(args, n, texts, vectors, qs, embed_url, out):
     overlap = sum(len(a & b) / 10 for a, b in zip(rs_top, py_top)) / max(1, len(rs_top))
     result = {
         "rows": n, "queries": len(rs_ms), "fill": args.fill,
+        "settings": {"both": args.set, "rs_only": args.rs_set},
         "rs": {"import_s": rs_load, "index_rebuild_s": rs_index,
                "recall_p50_ms": pct(rs_ms, 0.5), "recall_p95_ms": pct(rs_ms, 0.95)},
         "cpersona": {("import_s" if args.fill == "mcp" else "direct_seed"): py_load,
@@ -326,9 +331,11 @@ async def main():
                    help="with --fill direct: also fill two CPersona stores through MCP and compare")
     p.add_argument("--rs-set", action="append", default=[], metavar="NAME=VALUE",
                    help="a CPERSONA_* setting for cpersona-rs only (repeatable)")
+    p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                   help="a CPERSONA_* setting for both servers (repeatable)")
     args = p.parse_args()
-    if any("=" not in kv for kv in args.rs_set):
-        p.error("--rs-set takes NAME=VALUE")
+    if any("=" not in kv for kv in args.rs_set + args.set):
+        p.error("--rs-set and --set take NAME=VALUE")
     if args.check_fill and args.fill != "direct":
         p.error("--check-fill compares a direct fill with the MCP one: it needs --fill direct")
     rungs = [int(x) for x in args.rungs.split(",")]

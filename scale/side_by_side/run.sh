@@ -2,7 +2,8 @@
 # cpersona-rs vs CPersona 2.6.14 side by side (see driver.py): installs CPersona into a venv
 # under target/side_by_side/venv, builds the cpersona binary (dev profile) if needed, and runs
 # the driver. Usage: scale/side_by_side/run.sh [RUNGS=1000,10000] [QUERIES=200] [DRIVER OPTIONS ...]
-# e.g. --rs-set NAME=VALUE (a setting for cpersona-rs only), --fill direct (seed CPersona's store
+# e.g. --rs-set NAME=VALUE (a setting for cpersona-rs only), --set NAME=VALUE (for both servers,
+# e.g. CPERSONA_MAX_MEMORIES=200000, the vector scan window), --fill direct (seed CPersona's store
 # with its own import code in-process instead of its quadratic MCP import: the 100K rung),
 # --fill direct --check-fill (also fill it through MCP and compare: run at 1000).
 # Set CPERSONA_MODEL_DIR to the MiniLM folder to share MiniLM; otherwise the hash embedder.
