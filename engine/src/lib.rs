@@ -42,6 +42,7 @@ mod recall_facts;
 mod reconstruct_engine;
 mod reconstruct_mode;
 mod reconstruct_places;
+mod reconstruct_read;
 pub use arm_probe::LexicalArms;
 pub use arms::lexical::{CapActed, CapPolicy};
 pub use arms::vector::VectorTableReport;
@@ -88,7 +89,8 @@ pub use recall_engine::{
     CALIBRATION_SAMPLE_ROWS, CalibrationOutcome, MAX_MEMORIES, POOL_COUNT_CAP, PREFILTER_MIN_ROWS,
     RecallQuery, RecallResult, RecallTimings, SCORING_VERSION, VectorReport,
 };
-pub use reconstruct_engine::{GRAPH_ROW_CAP, ReconstructRequest, ReconstructResult};
+pub use reconstruct_engine::{ReconstructRequest, ReconstructResult};
 pub use reconstruct_mode::{ModeReport, ReconstructMode, TokenCapCut};
 pub use reconstruct_places::{Places, ProPlaces};
+pub use reconstruct_read::GRAPH_ROW_CAP;
 pub use scope::Scope;

@@ -396,6 +396,22 @@ pub fn replay(trace: &RecallTrace, changes: &ReplayChanges) -> Result<ReplayOutc
             None => notes.push("no cue plan in this trace: cue.confidence changes nothing".into()),
         }
     }
+    // A replaced or re-widened cue is applied as one plan: the loop that revised the saved
+    // cue and chose its stop rule is not re-run, so the block must not claim it was.
+    let replaced_cue = (changes.cue_plan.is_some() || changes.cue_confidence.is_some())
+        .then(|| {
+            plan.as_ref()
+                .and_then(|p| p.prior.cue)
+                .map(|c| c.envelope.text())
+        })
+        .flatten();
+    if replaced_cue.is_some() {
+        notes.push(
+            "the changed cue is applied as one plan: the loop's revision, limits and stop rule \
+             are not re-run (time_cue.revised false, no stopped_by)"
+                .into(),
+        );
+    }
     if changes.cue_off && trace.cue.is_none() && trace.response.get("time_cue").is_none() {
         notes.push(format!(
             "no cue in this trace (process {}): cue=off changes nothing",
@@ -459,9 +475,15 @@ pub fn replay(trace: &RecallTrace, changes: &ReplayChanges) -> Result<ReplayOutc
                 field: "trace.response.time_cue",
                 reason: err.to_string(),
             })?;
-        if let Some(plan) = changes.cue_plan.as_ref().filter(|_| !changes.cue_off) {
+        if let Some(period) = replaced_cue.filter(|_| !changes.cue_off) {
             block.ignored = None;
-            block.period = plan.prior.cue.map(|c| c.envelope.text());
+            block.period = Some(period);
+            if let Some(to) = changes.cue_confidence {
+                block.confidence = to;
+            }
+            block.revised = false;
+            block.limits.clear();
+            block.stopped_by = None;
         }
         if let Some(applied) = &outcome.stages.cue {
             block.moved = applied.moved;

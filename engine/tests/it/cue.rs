@@ -295,6 +295,23 @@ fn a_cue_too_wide_for_the_expected_row_is_window_too_wide() {
     .unwrap();
     assert!(sure.exact, "{sure:?}");
     assert!(sure.refs_best_first().contains(&expected));
+    // The replayed block states the cue it applied, and claims no loop it did not run.
+    let block = sure.response.time_cue.as_ref().expect("the cue block");
+    let saved_block = with.response.time_cue.as_ref().unwrap();
+    assert_eq!(
+        block.confidence,
+        cpersona_engine::recall::cue::CueConfidence::Sure
+    );
+    assert_ne!(
+        block.period, saved_block.period,
+        "sure's period is narrower"
+    );
+    assert!(!block.revised && block.stopped_by.is_none() && block.limits.is_empty());
+    assert!(
+        sure.notes.iter().any(|n| n.contains("not re-run")),
+        "{:?}",
+        sure.notes
+    );
     let att = attribute(&trace, expected, None).unwrap();
     assert_eq!(att.code, Some(FailureCode::WindowTooWide), "{att:?}");
     assert_eq!(att.stage, "cue");
