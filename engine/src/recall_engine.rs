@@ -20,7 +20,7 @@ use crate::recall::deliberate::{self, CueResponse, LoopReport};
 use crate::recall::filters::RowFilters;
 use crate::recall::gate::GateInput;
 use crate::recall::pipeline::CuePlan;
-use crate::recall::prior::{CuePrior, Prior, PriorRow};
+use crate::recall::prior::{CuePrior, Prior};
 use crate::recall::{Arm, ArmList, RecallRequest, Ref, RefKind, run_cued};
 use crate::recall_facts::{ConfidenceContext, row_facts};
 use crate::scope::Scope;
@@ -212,24 +212,7 @@ impl Engine {
             sufficiency,
             || ms(recall_started),
         );
-        let mut rows: std::collections::HashMap<Ref, PriorRow> = fetched
-            .rows
-            .iter()
-            .map(|r| {
-                (
-                    r.r#ref,
-                    PriorRow {
-                        at_ms: Some(r.at_ms),
-                        ..PriorRow::default()
-                    },
-                )
-            })
-            .collect();
-        for (rank, row) in outcome.found.iter().enumerate() {
-            if let Some(p) = rows.get_mut(&row.r#ref) {
-                p.cue_rank = Some(rank);
-            }
-        }
+        let rows = outcome.prior_rows(&fetched.rows);
         response.period = Some(outcome.envelope.text());
         response.confidence = outcome.confidence;
         response.revised = outcome.report.stages.len() > 1;

@@ -330,13 +330,13 @@ impl Engine {
                         mode.token_cap(),
                         request.max_evidence,
                         &mut build,
-                        |r, cut| shaped(r, cut).2,
+                        |r, cut| {
+                            let (response, report, tokens) = shaped(r, cut);
+                            (tokens, (response, report))
+                        },
                     );
                     match fitted {
-                        Ok((response, cut)) => {
-                            let (response, report, _) = shaped(&response, cut);
-                            (response, Some(report))
-                        }
+                        Ok(((response, report), _)) => (response, Some(report)),
                         Err(small) => {
                             return Err(Error::CapBelowMinimum {
                                 mode: mode.name(),

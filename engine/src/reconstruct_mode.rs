@@ -153,21 +153,23 @@ pub(crate) fn settle_used_tokens(mut tokens: impl FnMut(usize) -> usize) -> usiz
     }
 }
 
-/// Fits `cap`: `build` assembles an attempt, `count(built, cut)` is its whole JSON's tokens
-/// with that cut reported. Returns the attempt kept with its cut (`None` = no cut), or the
-/// smallest response's size when even that overran.
-pub(crate) fn fit_to_cap<R: Fitting>(
+/// Fits `cap`: `build` assembles an attempt, `measure(built, cut)` shapes it with that cut
+/// reported and gives its whole JSON's tokens. Returns the shaped attempt kept with its cut
+/// (`None` = no cut), so the winner is never shaped twice, or the smallest response's size
+/// when even that overran.
+pub(crate) fn fit_to_cap<R: Fitting, S>(
     cap: usize,
     max_evidence: usize,
     mut build: impl FnMut(Attempt) -> R,
-    mut count: impl FnMut(&R, Option<TokenCapCut>) -> usize,
-) -> Result<(R, Option<TokenCapCut>), CapBelowMinimum> {
+    mut measure: impl FnMut(&R, Option<TokenCapCut>) -> (usize, S),
+) -> Result<(S, Option<TokenCapCut>), CapBelowMinimum> {
     let full = build(Attempt {
         limit: None,
         max_evidence,
     });
-    if count(&full, None) <= cap {
-        return Ok((full, None));
+    let (tokens, shaped) = measure(&full, None);
+    if tokens <= cap {
+        return Ok((shaped, None));
     }
     let before = full.pieces_kept();
     let cut = |kept: usize, max_evidence: Option<usize>| TokenCapCut {
@@ -178,7 +180,7 @@ pub(crate) fn fit_to_cap<R: Fitting>(
     // The largest limit in 1..before that fits; fewer pieces never add tokens but the
     // few report fields, so the fit is searched, then confirmed.
     let (mut lo, mut hi) = (1usize, before.saturating_sub(1));
-    let mut best: Option<(R, TokenCapCut)> = None;
+    let mut best: Option<(S, TokenCapCut)> = None;
     while lo <= hi {
         let mid = lo + (hi - lo) / 2;
         let attempt = build(Attempt {
@@ -186,8 +188,9 @@ pub(crate) fn fit_to_cap<R: Fitting>(
             max_evidence,
         });
         let c = cut(attempt.pieces_kept(), None);
-        if count(&attempt, Some(c)) <= cap {
-            best = Some((attempt, c));
+        let (tokens, shaped) = measure(&attempt, Some(c));
+        if tokens <= cap {
+            best = Some((shaped, c));
             lo = mid + 1;
         } else {
             hi = mid - 1;
@@ -203,9 +206,9 @@ pub(crate) fn fit_to_cap<R: Fitting>(
             max_evidence: claims,
         });
         let c = cut(attempt.pieces_kept(), Some(claims));
-        let tokens = count(&attempt, Some(c));
+        let (tokens, shaped) = measure(&attempt, Some(c));
         if tokens <= cap {
-            return Ok((attempt, Some(c)));
+            return Ok((shaped, Some(c)));
         }
         minimum = minimum.min(tokens);
         if claims == 1 {
@@ -288,10 +291,15 @@ mod tests {
         20 + f.pieces.iter().sum::<usize>() + 5 * f.claims + cut.map_or(0, |_| 8)
     }
 
+    /// The fitter's view: the count and the attempt itself as the shaped result.
+    fn measure(f: &Fake, cut: Option<TokenCapCut>) -> (usize, Fake) {
+        (count(f, cut), f.clone())
+    }
+
     #[test]
     fn under_the_cap_nothing_is_cut() {
         let sizes = [100, 100, 100];
-        let (r, cut) = fit_to_cap(1_000, 3, builder(&sizes, 3), count).unwrap();
+        let (r, cut) = fit_to_cap(1_000, 3, builder(&sizes, 3), measure).unwrap();
         assert_eq!((r.pieces.len(), cut), (3, None));
     }
 
@@ -299,17 +307,17 @@ mod tests {
     fn keeps_the_longest_prefix_that_fits() {
         let sizes = [100; 10];
         // 20 + 5*3 + 8 = 43 of envelope: 543 tokens hold exactly 5 pieces.
-        let (r, cut) = fit_to_cap(543, 3, builder(&sizes, 10), count).unwrap();
+        let (r, cut) = fit_to_cap(543, 3, builder(&sizes, 10), measure).unwrap();
         assert_eq!(r.pieces.len(), 5);
         let cut = cut.unwrap();
         assert_eq!((cut.pieces_kept, cut.pieces_before_cap), (5, 10));
         assert_eq!(cut.max_evidence, None);
         // One token less and the fifth piece goes.
-        let (r, _) = fit_to_cap(542, 3, builder(&sizes, 10), count).unwrap();
+        let (r, _) = fit_to_cap(542, 3, builder(&sizes, 10), measure).unwrap();
         assert_eq!(r.pieces.len(), 4);
         // Every prefix length is found, not only powers of two.
         for cap in (143..=1_100).step_by(37) {
-            let (r, _) = fit_to_cap(cap, 3, builder(&sizes, 10), count).unwrap();
+            let (r, _) = fit_to_cap(cap, 3, builder(&sizes, 10), measure).unwrap();
             let n = r.pieces.len();
             assert!(
                 count(
@@ -346,10 +354,10 @@ mod tests {
     fn lowers_the_claims_then_refuses() {
         let sizes = [100, 100];
         // One head with 3 claims = 20+100+15+8 = 143; with 1 claim = 133.
-        let (r, cut) = fit_to_cap(135, 3, builder(&sizes, 2), count).unwrap();
+        let (r, cut) = fit_to_cap(135, 3, builder(&sizes, 2), measure).unwrap();
         assert_eq!((r.pieces.len(), r.claims), (1, 1));
         assert_eq!(cut.unwrap().max_evidence, Some(1));
-        let err = fit_to_cap(132, 3, builder(&sizes, 2), count).unwrap_err();
+        let err = fit_to_cap(132, 3, builder(&sizes, 2), measure).unwrap_err();
         assert_eq!(err.minimum, 133);
     }
 

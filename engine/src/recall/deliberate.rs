@@ -210,6 +210,33 @@ pub struct LoopOutcome {
     pub report: LoopReport,
 }
 
+impl LoopOutcome {
+    /// Each fetched row's prior inputs: its time, and its cue rank when the loop found it.
+    pub fn prior_rows(
+        &self,
+        pool: &[CueRow],
+    ) -> std::collections::HashMap<Ref, super::prior::PriorRow> {
+        let mut rows: std::collections::HashMap<Ref, super::prior::PriorRow> = pool
+            .iter()
+            .map(|r| {
+                (
+                    r.r#ref,
+                    super::prior::PriorRow {
+                        at_ms: Some(r.at_ms),
+                        ..super::prior::PriorRow::default()
+                    },
+                )
+            })
+            .collect();
+        for (rank, row) in self.found.iter().enumerate() {
+            if let Some(p) = rows.get_mut(&row.r#ref) {
+                p.cue_rank = Some(rank);
+            }
+        }
+        rows
+    }
+}
+
 /// The envelope the single fetch is aimed at: the period widened by the widest confidence a
 /// revision may reach, so every later stage is a re-filter of what was fetched.
 pub fn fetch_envelope(period: Period, confidence: CueConfidence) -> Period {

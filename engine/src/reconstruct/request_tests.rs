@@ -132,6 +132,16 @@ fn a_time_cue_is_a_prior_never_a_filter_and_is_reported() {
     assert_eq!(a, b);
 }
 
+/// The head refs of the window's items (`held` false) or of the held items (`held` true).
+fn heads_of(r: &ReconstructResult, held: bool) -> Vec<Ref> {
+    r.response
+        .items
+        .iter()
+        .filter(|i| i.admission.is_some() == held)
+        .filter_map(|i| i.head_ref)
+        .collect()
+}
+
 #[test]
 fn rows_a_time_cue_seats_become_held_items_after_the_window() {
     let (_dir, engine) = engine();
@@ -166,12 +176,13 @@ fn rows_a_time_cue_seats_become_held_items_after_the_window() {
         r.now_ms = now;
     });
     let items = &r.response.items;
-    let window: Vec<_> = items.iter().filter(|i| i.admission.is_none()).collect();
-    let mut held: Vec<Ref> = items
-        .iter()
-        .filter(|i| i.admission == Some("reservation"))
-        .filter_map(|i| i.head_ref)
-        .collect();
+    let window = heads_of(&r, false);
+    let mut held = heads_of(&r, true);
+    assert!(
+        items
+            .iter()
+            .all(|i| matches!(i.admission, None | Some("reservation")))
+    );
     let mut seated = seated;
     held.sort();
     seated.sort();
@@ -193,20 +204,7 @@ fn pro_adds_depth_places_from_a_deeper_ranking_as_held_items() {
         r.top_k = Some(5);
         r.mode = Some(ReconstructMode::Pro);
     });
-    let window: Vec<Ref> = pro
-        .response
-        .items
-        .iter()
-        .filter(|i| i.admission.is_none())
-        .filter_map(|i| i.head_ref)
-        .collect();
-    let held: Vec<Ref> = pro
-        .response
-        .items
-        .iter()
-        .filter(|i| i.admission == Some("reservation"))
-        .filter_map(|i| i.head_ref)
-        .collect();
+    let (window, held) = (heads_of(&pro, false), heads_of(&pro, true));
     // The five candidates fill the window; eight of the other fifteen rows take the places.
     assert_eq!(window.len(), 5);
     assert_eq!(held.len(), 8);
@@ -262,13 +260,7 @@ fn pro_gives_a_keyword_place_to_a_row_only_a_lexical_arm_found() {
         r.mode = Some(ReconstructMode::Pro);
     });
     let places = pro.mode.as_ref().and_then(|m| m.places).expect("reported");
-    let held: Vec<Ref> = pro
-        .response
-        .items
-        .iter()
-        .filter(|i| i.admission == Some("reservation"))
-        .filter_map(|i| i.head_ref)
-        .collect();
+    let held = heads_of(&pro, true);
     assert!(places.keyword.taken > 0, "{places:?}");
     // Keyword places come first among the held items, and hold only the keyword's rows.
     let keyword = &held[..places.keyword.taken];

@@ -43,8 +43,6 @@
 //! the recall's scope, so these replays hydrate such a row as a placeholder (empty text):
 //! whether the expected ref comes back is exact; the replayed rows' text is not the point.
 
-use std::collections::HashMap;
-
 use serde::Serialize;
 
 use super::{Attribution, Counterfactual, FailureCode, RowFacts, try_change};
@@ -56,7 +54,7 @@ use crate::recall::cue::{CueConfidence, CueWhen, Period, Resolution, TimeCue};
 use crate::recall::cue_spread::PoolContext;
 use crate::recall::deliberate::{self, CueConfig, CueRow, Sufficiency};
 use crate::recall::pipeline::CuePlan;
-use crate::recall::prior::{CuePrior, Prior, PriorRow};
+use crate::recall::prior::{CuePrior, Prior};
 use crate::replay::{ReplayChanges, replay};
 use crate::scope::Scope;
 use crate::time::format_ms;
@@ -378,24 +376,7 @@ fn plan_for(
         &sufficiency,
         || 0.0,
     );
-    let mut rows: HashMap<Ref, PriorRow> = fetch
-        .rows
-        .iter()
-        .map(|r| {
-            (
-                r.r#ref,
-                PriorRow {
-                    at_ms: Some(r.at_ms),
-                    ..PriorRow::default()
-                },
-            )
-        })
-        .collect();
-    for (rank, row) in outcome.found.iter().enumerate() {
-        if let Some(p) = rows.get_mut(&row.r#ref) {
-            p.cue_rank = Some(rank);
-        }
-    }
+    let rows = outcome.prior_rows(&fetch.rows);
     let plan = CuePlan {
         prior: Prior::cued(CuePrior {
             envelope: outcome.envelope,

@@ -125,3 +125,14 @@ pub(crate) fn counts(f: &Fixture) -> Vec<(String, i64)> {
 pub(crate) fn conn(f: &Fixture) -> rusqlite::Connection {
     rusqlite::Connection::open(f.dir.path().join("store.db")).unwrap()
 }
+
+/// Writes `lines` as a JSONL file `in.jsonl` in `dir` (an import's input).
+pub(crate) fn write_lines(
+    dir: &std::path::Path,
+    lines: &[serde_json::Value],
+) -> std::path::PathBuf {
+    let path = dir.join("in.jsonl");
+    let text: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+    std::fs::write(&path, text.join("\n")).unwrap();
+    path
+}

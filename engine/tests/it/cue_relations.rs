@@ -8,11 +8,11 @@ use cpersona_engine::replay::{ReplayChanges, replay};
 use cpersona_engine::time::{format_ms, parse_iso8601_ms};
 use cpersona_engine::trace::RecallTrace;
 use cpersona_engine::{
-    DeclareRequest, RecallQuery, RecallResult, RelationInput, StoreId, StoreRequest, TimeCue,
+    DeclareRequest, RecallQuery, RecallResult, RelationInput, StoreRequest, TimeCue,
 };
 use serde_json::json;
 
-use crate::common::{Fixture, fixture_with};
+use crate::common::{Fixture, fixture_with, store_request};
 
 const DAY_MS: i64 = 86_400_000;
 
@@ -29,22 +29,17 @@ fn s() -> i64 {
 }
 
 fn put(f: &Fixture, content: &str, at_ms: i64) -> Ref {
-    let out = f
-        .engine
-        .store(&StoreRequest {
+    Ref::mem(store_request(
+        f,
+        &StoreRequest {
             agent_id: "a".into(),
             content: content.into(),
-            // Each row its own source: the default (the agent) would make every row a
-            // source context cue of any hit.
+            // Each row its own source, so only a declared relation can join two rows.
             source: Some(json!({"type": "User", "id": content})),
             timestamp: Some(format_ms(at_ms)),
             ..StoreRequest::default()
-        })
-        .unwrap();
-    match out.id {
-        Some(StoreId::Row(id)) => Ref::mem(id),
-        other => panic!("not stored: {other:?}"),
-    }
+        },
+    ))
 }
 
 fn corpus(f: &Fixture) -> Corpus {

@@ -296,9 +296,7 @@ fn an_imported_episode_gets_block_offsets_then_vectors() {
         json!({"_type": "episode", "agent_id": "a", "summary": LONG,
                "start_time": "2026-01-01T09:00:00Z", "end_time": "2026-01-01T10:00:00Z"}),
     ];
-    let path = f.dir.path().join("episodes.jsonl");
-    let text: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
-    std::fs::write(&path, text.join("\n")).unwrap();
+    let path = crate::common::write_lines(f.dir.path(), &lines);
     let out = f
         .engine
         .import_memories(&ImportRequest {

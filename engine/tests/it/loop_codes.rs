@@ -9,10 +9,10 @@ use cpersona_engine::taxonomy::{
 };
 use cpersona_engine::time::{format_ms, parse_iso8601_ms};
 use cpersona_engine::trace::RecallTrace;
-use cpersona_engine::{RecallQuery, RecallResult, StoreId, StoreRequest, TimeCue};
+use cpersona_engine::{RecallQuery, RecallResult, StoreRequest, TimeCue};
 use serde_json::{Value, json};
 
-use crate::common::{Fixture, fixture, fixture_with};
+use crate::common::{Fixture, fixture, fixture_with, store_request};
 
 const DAY_MS: i64 = 86_400_000;
 const HOUR_MS: i64 = 3_600_000;
@@ -22,19 +22,15 @@ fn t0() -> i64 {
 }
 
 fn put(f: &Fixture, content: &str, at_ms: i64) -> Ref {
-    let out = f
-        .engine
-        .store(&StoreRequest {
+    Ref::mem(store_request(
+        f,
+        &StoreRequest {
             agent_id: "a".into(),
             content: content.into(),
             timestamp: Some(format_ms(at_ms)),
             ..StoreRequest::default()
-        })
-        .unwrap();
-    match out.id {
-        Some(StoreId::Row(id)) => Ref::mem(id),
-        other => panic!("not stored: {other:?}"),
-    }
+        },
+    ))
 }
 
 /// 15 rows "amber stone dN" 30..44 days before `t0`: they fill the vector arm's depth of 10

@@ -4,7 +4,7 @@
 use cpersona_engine::*;
 use serde_json::json;
 
-use crate::common::{DIM, conn, counts, fixture};
+use crate::common::{DIM, conn, counts, fixture, write_lines};
 
 fn store(engine: &Engine, agent: &str, content: &str) {
     let out = engine
@@ -101,13 +101,6 @@ fn export_then_import_elsewhere_is_idempotent() {
         )
         .unwrap();
     assert_eq!(a, b);
-}
-
-fn write_lines(dir: &std::path::Path, lines: &[serde_json::Value]) -> std::path::PathBuf {
-    let path = dir.join("in.jsonl");
-    let text: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
-    std::fs::write(&path, text.join("\n")).unwrap();
-    path
 }
 
 fn header(memories: usize) -> serde_json::Value {
