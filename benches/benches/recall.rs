@@ -23,9 +23,9 @@ use std::time::{Duration, Instant};
 
 use cpersona_benches::text_corpus::{TextCorpus, TextKind};
 use cpersona_engine::embed::{Embedder, HashEmbedder};
-use cpersona_engine::recall::fusion::fuse;
-use cpersona_engine::recall::gate::{self, GateInput};
-use cpersona_engine::recall::shape::{Hydrated, ShapeInput, shape};
+use cpersona_engine::recall::stages::fusion::fuse;
+use cpersona_engine::recall::stages::gate::{self, GateInput};
+use cpersona_engine::recall::stages::shape::{Hydrated, ShapeInput, shape};
 use cpersona_engine::recall::{ArmList, RecallConfig, RefKind};
 use cpersona_engine::{
     EmbeddingFormat, Engine, EngineConfig, ImportRequest, IndexTable, RecallQuery, time, vector,

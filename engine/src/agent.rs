@@ -4,9 +4,9 @@
 
 use serde::Serialize;
 
-use crate::engine::Engine;
 use crate::error::Result;
-use crate::persistence::NoPersist;
+use crate::store::Engine;
+use crate::store::pauses::NoPersist;
 use crate::text::check_agent;
 
 /// `delete_agent_data`'s response.

@@ -6,10 +6,10 @@ use rusqlite::{OptionalExtension, params};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::engine::Engine;
 use crate::error::{Error, Result};
-use crate::persistence::NoPersist;
 use crate::scope::Scope;
+use crate::store::Engine;
+use crate::store::pauses::NoPersist;
 use crate::text::{check_agent, check_key, sanitise};
 use crate::time::{format_ms, now_ms, parse_iso8601_ms};
 
@@ -219,7 +219,7 @@ impl Engine {
             )?;
             let id = tx.last_insert_rowid();
             if let Err(reason) = &embedding {
-                crate::queue::enqueue(tx, "episodes", id, &req.agent_id, reason)?;
+                crate::store::queue::enqueue(tx, "episodes", id, &req.agent_id, reason)?;
             }
             Ok(ArchiveEpisodeOutcome {
                 ok: true,

@@ -22,7 +22,7 @@ pub enum Error {
     Recall(#[from] crate::recall::RecallError),
     /// The gate could not be calibrated from the stored vectors.
     #[error(transparent)]
-    Calibration(#[from] crate::recall::calibrate::CalibrationError),
+    Calibration(#[from] crate::recall::stages::calibrate::CalibrationError),
     /// SQLite failed.
     #[error("sqlite: {0}")]
     Sqlite(#[from] rusqlite::Error),

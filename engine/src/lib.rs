@@ -10,50 +10,30 @@
 #![forbid(unsafe_code)]
 
 pub mod config;
-pub mod db;
 pub mod embed;
 pub mod error;
-pub mod recall;
-pub mod reconstruct;
-pub mod replay;
 pub mod scope;
 pub mod source;
-pub mod taxonomy;
 pub mod text;
 pub mod time;
-pub mod tokens;
-pub mod trace;
 pub mod vector;
 
+pub mod store;
+
 mod agent;
-mod arm_probe;
-mod arms;
 pub mod associations;
-mod block_index;
-pub mod blocks;
-mod calibration_engine;
-mod derived;
-mod engine;
+pub mod derived;
 mod episodes;
-mod generations;
-mod recall_credit;
-mod recall_engine;
-mod recall_facts;
-mod reconstruct_engine;
-mod reconstruct_mode;
-mod reconstruct_places;
-mod reconstruct_read;
-pub use arm_probe::LexicalArms;
-pub use arms::lexical::{CapActed, CapPolicy};
-pub use arms::vector::VectorTableReport;
-mod listing;
 mod memories;
-pub mod nodes;
-mod persistence;
 mod portability;
-mod precision;
 mod profiles;
-mod queue;
+pub mod recall;
+pub mod reconstruct;
+pub mod trace;
+
+pub use derived::{blocks, nodes};
+pub use reconstruct::tokens;
+pub use trace::{replay, taxonomy};
 
 pub use agent::DeleteAgentDataOutcome;
 pub use associations::{
@@ -61,36 +41,39 @@ pub use associations::{
     Dropped, EntityInput, RelationInput, Retracted, TraverseBounds, TraverseEntity,
     TraverseOutcome, TraverseRelation, TraverseRequest,
 };
-pub use block_index::{block_row_id, split_block_row_id};
 pub use config::{EmbeddingFormat, EngineConfig, ReconstructConfig};
 pub use derived::{DerivedReport, StoredBlock};
-pub use engine::Engine;
 pub use episodes::{
     ArchiveEpisodeOutcome, ArchiveEpisodeRequest, DeleteEpisodeOutcome, DeleteEpisodeRequest,
     EpisodeItem, ListEpisodesOutcome, ListEpisodesRequest,
 };
 pub use error::{Error, Result};
-pub use generations::{IndexStatus, IndexTable, RebuildOutcome, TableIndexStatus};
-pub use listing::{ListMemoriesOutcome, ListMemoriesRequest, MemoryItem};
+pub use memories::list::{ListMemoriesOutcome, ListMemoriesRequest, MemoryItem};
 pub use memories::{
     DeleteMemoryOutcome, LockMemoryOutcome, MemoryIdRequest, StoreId, StoreOutcome, StoreRequest,
     StoreResult, TimestampAhead, UnlockMemoryOutcome, UpdateMemoryOutcome, UpdateMemoryRequest,
 };
-pub use persistence::{NoPersist, PauseOutcome, PersistenceStatus, ResumeOutcome};
 pub use portability::{
     ExportOutcome, ExportRequest, ImportOutcome, ImportRequest, MergeMode, MergeOutcome,
     MergeRequest,
 };
-pub use precision::{PRESETS, PrecisionOutcome, precision_label};
 pub use profiles::{GetProfileOutcome, UpdateProfileOutcome, UpdateProfileRequest};
-pub use queue::{DrainOutcome, QueueStatus};
-pub use recall::cue::{CueConfidence, TimeCue};
-pub use recall_engine::{
+pub use recall::arms::lexical::{CapActed, CapPolicy};
+pub use recall::arms::probe::LexicalArms;
+pub use recall::arms::vector::VectorTableReport;
+pub use recall::precision::{PRESETS, PrecisionOutcome, precision_label};
+pub use recall::stages::cue::{CueConfidence, TimeCue};
+pub use recall::{
     CALIBRATION_SAMPLE_ROWS, CalibrationOutcome, MAX_MEMORIES, POOL_COUNT_CAP, PREFILTER_MIN_ROWS,
     RecallQuery, RecallResult, RecallTimings, SCORING_VERSION, VectorReport,
 };
-pub use reconstruct_engine::{ReconstructRequest, ReconstructResult};
-pub use reconstruct_mode::{ModeReport, ReconstructMode, TokenCapCut};
-pub use reconstruct_places::{Places, ProPlaces};
-pub use reconstruct_read::GRAPH_ROW_CAP;
+pub use reconstruct::mode::{ModeReport, ReconstructMode, TokenCapCut};
+pub use reconstruct::read::GRAPH_ROW_CAP;
+pub use reconstruct::stages::places::{Places, ProPlaces};
+pub use reconstruct::{ReconstructRequest, ReconstructResult};
 pub use scope::Scope;
+pub use store::Engine;
+pub use store::generations::blocks::{block_row_id, split_block_row_id};
+pub use store::generations::{IndexStatus, IndexTable, RebuildOutcome, TableIndexStatus};
+pub use store::pauses::{NoPersist, PauseOutcome, PersistenceStatus, ResumeOutcome};
+pub use store::queue::{DrainOutcome, QueueStatus};

@@ -4,9 +4,9 @@
 use rusqlite::{OptionalExtension, params};
 use serde::Serialize;
 
-use crate::engine::Engine;
 use crate::error::{Error, Result};
-use crate::persistence::NoPersist;
+use crate::store::Engine;
+use crate::store::pauses::NoPersist;
 use crate::text::{Refusal, check_agent, sanitise};
 use crate::time::now_ms;
 

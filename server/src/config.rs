@@ -406,7 +406,7 @@ fn parse_writes(env: &Env) -> Result<WriteLimits> {
 fn lexical_cap(env: &Env) -> Result<Option<usize>> {
     const VAR: &str = "CPERSONA_RECALL_LEXICAL_CAP";
     let default = cpersona_engine::recall::RecallConfig::LEXICAL_CAP;
-    let lo = cpersona_engine::recall::select::RecallDepth::MAX as u64;
+    let lo = cpersona_engine::recall::stages::select::RecallDepth::MAX as u64;
     if env
         .get(VAR)
         .is_some_and(|raw| raw.eq_ignore_ascii_case("off"))

@@ -9,7 +9,6 @@
 //! (`EngineConfig::associations_enabled`); when off every entry point refuses with a reason
 //! that names the setting, and recall never reads these tables.
 
-mod seats;
 pub mod traverse;
 
 pub use traverse::{
@@ -21,11 +20,11 @@ use rusqlite::{OptionalExtension, Transaction};
 use serde::Serialize;
 use unicode_normalization::UnicodeNormalization;
 
-use crate::engine::Engine;
 use crate::error::{Error, Result};
-use crate::persistence::NoPersist;
 use crate::recall::{Ref, RefKind};
 use crate::scope::Scope;
+use crate::store::Engine;
+use crate::store::pauses::NoPersist;
 use crate::text::{check_agent, check_key};
 
 /// Items (entities plus relations) one `declare_associations` call may carry (CPersona 2.6).

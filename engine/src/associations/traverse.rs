@@ -10,9 +10,9 @@ use rusqlite::types::Value;
 use serde::Serialize;
 
 use super::{Node, normalize, record_in_scope, resolve_entity};
-use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::scope::Scope;
+use crate::store::Engine;
 use crate::text::{check_agent, check_key};
 
 /// The most hops a walk may take (CPersona's `TRAVERSE_MAX_HOPS`).

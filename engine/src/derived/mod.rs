@@ -1,5 +1,5 @@
-//! The derived sets of a record — its overflow nodes ([`crate::nodes`]) and its blocks
-//! ([`crate::blocks`]) — written beside the row, read back for `get_contents` ranges and
+//! The derived sets of a record — its overflow nodes ([`crate::derived::nodes`]) and its blocks
+//! ([`crate::derived::blocks`]) — written beside the row, read back for `get_contents` ranges and
 //! block ranking.
 //!
 //! # When vectors are made
@@ -16,15 +16,18 @@
 //! record of another agent for a caller: [`with_ranges`] runs only on a row the caller's
 //! scope already returned.
 
+pub mod blocks;
+pub mod nodes;
+
 use rusqlite::{Connection, OptionalExtension, Transaction, params};
 use serde::Serialize;
 
-use crate::blocks::{Block, BlockChoice, BlockVectors, int8_codes, segment, sign_bits};
-use crate::engine::Engine;
+use crate::derived::blocks::{Block, BlockChoice, BlockVectors, int8_codes, segment, sign_bits};
+use crate::derived::nodes::{NodeSpan, divide};
 use crate::error::Result;
-use crate::nodes::{NodeSpan, divide};
-use crate::recall::contents::StoredContent;
+use crate::recall::stages::contents::StoredContent;
 use crate::recall::{Ref, RefKind};
+use crate::store::Engine;
 use crate::vector::decode;
 
 /// What a write did to the record's derived sets (flattened into store and update
@@ -60,7 +63,7 @@ pub struct StoredBlock {
 }
 
 impl StoredBlock {
-    /// The view [`crate::blocks::best_blocks`] ranks.
+    /// The view [`crate::derived::blocks::best_blocks`] ranks.
     pub fn vectors(&self) -> BlockVectors<'_> {
         BlockVectors {
             index: self.index,
@@ -404,15 +407,15 @@ impl Engine {
     pub(crate) fn block_excerpts(
         &self,
         scope: &crate::scope::Scope,
-        messages: &mut [crate::recall::shape::RecallMessage],
+        messages: &mut [crate::recall::stages::shape::RecallMessage],
         query: &[f32],
         cap: usize,
     ) -> Result<()> {
-        use crate::recall::excerpt::block_excerpt;
+        use crate::recall::stages::excerpt::block_excerpt;
         self.read(|conn| {
             for message in messages.iter_mut().filter(|m| m.excerpt.is_some()) {
                 let r = message.r#ref;
-                let Some(stored) = crate::recall_engine::read_scoped(conn, scope, r)? else {
+                let Some(stored) = crate::recall::read_scoped(conn, scope, r)? else {
                     continue;
                 };
                 let Some(choice) = block_choice(conn, r, &stored.text, query)? else {

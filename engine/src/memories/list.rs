@@ -4,10 +4,10 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::engine::Engine;
 use crate::episodes::{PREVIEW_CHARS, cut};
 use crate::error::Result;
 use crate::scope::Scope;
+use crate::store::Engine;
 use crate::time::format_ms;
 
 /// `list_memories`' row cap (CPersona: limit clamped to 0..=500).

@@ -3,14 +3,16 @@
 //! first and writes nothing on bad input; the change log is appended by triggers in the same
 //! transaction.
 
+pub(crate) mod list;
+
 use rusqlite::{OptionalExtension, params};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::engine::Engine;
 use crate::error::{Error, Result};
-use crate::persistence::NoPersist;
 use crate::scope::Scope;
+use crate::store::Engine;
+use crate::store::pauses::NoPersist;
 use crate::text::{check_agent, check_key, sanitise};
 use crate::time::{format_ms_python, now_ms, parse_iso8601_ms};
 
@@ -270,7 +272,7 @@ impl Engine {
             let id = tx.last_insert_rowid();
             let embedded = blob.is_some();
             if let Err(reason) = &embedding {
-                crate::queue::enqueue(tx, "memories", id, &req.agent_id, reason)?;
+                crate::store::queue::enqueue(tx, "memories", id, &req.agent_id, reason)?;
             }
             Ok(StoreOutcome {
                 ok: true,
@@ -350,9 +352,9 @@ impl Engine {
                 ],
             )?;
             match &embedding {
-                Ok(_) => crate::queue::dequeue(tx, "memories", req.memory_id)?,
+                Ok(_) => crate::store::queue::dequeue(tx, "memories", req.memory_id)?,
                 Err(reason) => {
-                    crate::queue::enqueue(tx, "memories", req.memory_id, &owner, reason)?
+                    crate::store::queue::enqueue(tx, "memories", req.memory_id, &owner, reason)?
                 }
             }
             Ok(UpdateMemoryOutcome {

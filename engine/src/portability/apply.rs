@@ -5,8 +5,8 @@
 use rusqlite::{Transaction, params};
 
 use super::import::{Embedding, ImportOutcome, Record};
-use crate::engine::VectorTarget;
 use crate::error::Result;
+use crate::store::VectorTarget;
 
 /// The store's vector target and the format rows are written in.
 pub(super) type Target = (VectorTarget, crate::EmbeddingFormat);
@@ -167,7 +167,7 @@ fn finish_embedding(
     match embedding {
         Embedding::Blob(_) => outcome.embedded_rows += 1,
         Embedding::Queue(reason) => {
-            crate::queue::enqueue(tx, table, tx.last_insert_rowid(), agent_id, reason)?;
+            crate::store::queue::enqueue(tx, table, tx.last_insert_rowid(), agent_id, reason)?;
             outcome.queued_embeddings += 1;
         }
     }

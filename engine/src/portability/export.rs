@@ -7,9 +7,9 @@ use std::path::PathBuf;
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use crate::engine::Engine;
 use crate::error::Result;
 use crate::scope::Scope;
+use crate::store::Engine;
 use crate::time::{format_ms, now_ms};
 use crate::vector::{base64_encode, decode, encode, format_from_tag};
 

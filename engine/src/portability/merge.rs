@@ -11,10 +11,10 @@
 use rusqlite::{OptionalExtension, Transaction, params};
 use serde::Serialize;
 
-use crate::engine::Engine;
 use crate::error::{Error, Result};
-use crate::persistence::NoPersist;
 use crate::scope::Scope;
+use crate::store::Engine;
+use crate::store::pauses::NoPersist;
 use crate::text::check_agent;
 
 mod carry;
@@ -282,7 +282,7 @@ fn queue_if_unembedded(tx: &Transaction<'_>, table: &str, agent_id: &str) -> Res
         |row| row.get(0),
     )?;
     if unembedded {
-        crate::queue::enqueue(tx, table, id, agent_id, "copied without an embedding")?;
+        crate::store::queue::enqueue(tx, table, id, agent_id, "copied without an embedding")?;
     }
     Ok(())
 }

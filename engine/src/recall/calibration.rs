@@ -2,12 +2,10 @@
 //! vectors and stores it in the `calibration` table, which recall's gate then reads. It reads
 //! only that agent's rows.
 
-use crate::engine::Engine;
 use crate::error::{Error, Result};
-use crate::recall::calibrate::{CalibrationParams, calibrate};
-use crate::recall_engine::{
-    CALIBRATION_SAMPLE_ROWS, CalibrationOutcome, SCORING_VERSION, parse_json,
-};
+use crate::recall::stages::calibrate::{CalibrationParams, calibrate};
+use crate::recall::{CALIBRATION_SAMPLE_ROWS, CalibrationOutcome, SCORING_VERSION, parse_json};
+use crate::store::Engine;
 use crate::vector::{decode, format_from_tag};
 
 impl Engine {

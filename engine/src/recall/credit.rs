@@ -11,10 +11,10 @@
 
 use rusqlite::types::Value;
 
-use crate::engine::Engine;
 use crate::error::Result;
 use crate::recall::RefKind;
-use crate::recall_engine::{RecallQuery, RecallResult};
+use crate::recall::{RecallQuery, RecallResult};
+use crate::store::Engine;
 
 /// True when this recall gives no credit (confidence off, deep, gate fallback, paused).
 fn skipped(engine: &Engine, q: &RecallQuery, result: &RecallResult) -> bool {

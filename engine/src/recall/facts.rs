@@ -6,8 +6,10 @@
 use rusqlite::{Connection, OptionalExtension};
 
 use crate::error::Result;
-use crate::recall::confidence::{Confidence, ConfidenceInput, ConfidenceParams, confidence};
-use crate::recall::filters::RowFacts;
+use crate::recall::stages::confidence::{
+    Confidence, ConfidenceInput, ConfidenceParams, confidence,
+};
+use crate::recall::stages::filters::RowFacts;
 use crate::recall::{FusedCandidate, Ref, RefKind};
 use crate::scope::Scope;
 

@@ -8,25 +8,24 @@ use std::time::Instant;
 use rusqlite::types::Value;
 use rusqlite::{Connection, OptionalExtension};
 
-use crate::arms::envelope::{self, QueryVector};
-use crate::arms::{lexical, vector};
-use crate::engine::Engine;
 use crate::error::{Error, Result};
-use crate::recall::contents::{
+use crate::recall::arms::envelope::{self, QueryVector};
+use crate::recall::arms::{lexical, vector};
+use crate::recall::facts::{ConfidenceContext, row_facts};
+use crate::recall::stages::contents::{
     BUDGET_CHARS, ContentsResponse, StoredContent, get_contents, parse_requests,
 };
-use crate::recall::cue::{Resolution, TimeCue};
-use crate::recall::deliberate::{self, CueResponse, LoopReport};
-use crate::recall::filters::RowFilters;
-use crate::recall::gate::GateInput;
-use crate::recall::pipeline::CuePlan;
-use crate::recall::prior::{CuePrior, Prior};
-use crate::recall::{Arm, ArmList, RecallRequest, Ref, RefKind, run_cued};
-use crate::recall_facts::{ConfidenceContext, row_facts};
+use crate::recall::stages::cue::Resolution;
+use crate::recall::stages::deliberate::{self, CueResponse, LoopReport};
+use crate::recall::stages::filters::RowFilters;
+use crate::recall::stages::gate::GateInput;
+use crate::recall::stages::pipeline::CuePlan;
+use crate::recall::stages::prior::{CuePrior, Prior};
 use crate::scope::Scope;
+use crate::store::Engine;
 use crate::trace::TraceCueRequest;
 
-pub use crate::arms::vector::{MAX_MEMORIES, PREFILTER_MIN_ROWS, VectorReport};
+pub use crate::recall::arms::vector::{MAX_MEMORIES, PREFILTER_MIN_ROWS, VectorReport};
 
 /// The version of the scoring a stored calibration applies to; a row with another value is
 /// ignored (int8 cosine of the vector arm, gate on cosine only).
@@ -40,7 +39,21 @@ pub const POOL_COUNT_CAP: usize = 1_000;
 /// Rows sampled per agent for a calibration, newest first.
 pub const CALIBRATION_SAMPLE_ROWS: usize = 5_000;
 
+pub mod arms;
+pub(crate) mod calibration;
+pub(crate) mod credit;
+pub(crate) mod facts;
+pub(crate) mod precision;
+pub(crate) mod seats;
+pub mod stages;
+#[cfg(test)]
+mod tests;
 mod types;
+
+pub use stages::{
+    Arm, ArmHit, ArmList, CueConfidence, FusedCandidate, Period, RecallConfig, RecallError,
+    RecallOutcome, RecallRequest, RecallResponse, Ref, RefKind, TimeCue, Vote, run, run_cued,
+};
 pub use types::{CalibrationOutcome, RecallQuery, RecallResult, RecallTimings};
 
 /// The cue's part of one recall: the plan (absent when the cue was ignored), the response
@@ -166,7 +179,7 @@ impl Engine {
             span,
         };
         let mut response = CueResponse {
-            policy: crate::recall::cue::POLICY.into(),
+            policy: crate::recall::stages::cue::POLICY.into(),
             period: None,
             confidence: cue.confidence,
             revised: false,
@@ -392,7 +405,7 @@ impl Engine {
                         gate_threshold: config
                             .gate
                             .enabled
-                            .then(|| crate::recall::gate::threshold(&config.gate, &gate_input).0),
+                            .then(|| crate::recall::stages::gate::threshold(&config.gate, &gate_input).0),
                     },
                     recall_started,
                 )?),

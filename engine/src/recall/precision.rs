@@ -8,9 +8,9 @@
 use rusqlite::OptionalExtension;
 use serde::Serialize;
 
-use crate::engine::Engine;
 use crate::error::{Error, Result};
-use crate::recall_engine::CalibrationOutcome;
+use crate::recall::CalibrationOutcome;
+use crate::store::Engine;
 
 /// The largest β accepted (the wire schema's bound).
 pub(crate) const MAX_BETA: f64 = 100.0;

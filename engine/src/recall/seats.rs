@@ -1,6 +1,6 @@
 //! The held places recall adds after its window: the association cue (rows mentioning an
-//! entity the query names, [`crate::recall::associations_cue`]) and the propagation seat
-//! ([`crate::recall::propagation`]). The store half: it reads the registry, the deeper
+//! entity the query names, [`crate::recall::stages::associations_cue`]) and the propagation seat
+//! ([`crate::recall::stages::propagation`]). The store half: it reads the registry, the deeper
 //! ranking and the vectors within the caller's scope, and prepends the held rows (messages
 //! are in ascending relevance, so held rows come first). Each is off by default; when off, or
 //! when the registry holds no term in scope, the response is left exactly as it was.
@@ -11,17 +11,19 @@ use std::collections::HashSet;
 use rusqlite::Connection;
 use rusqlite::types::Value;
 
-use super::Node;
-use super::normalize;
-use super::traverse::{entity_name, mentions_of, relations_of};
-use crate::engine::Engine;
+use crate::associations::Node;
+use crate::associations::normalize;
+use crate::associations::traverse::{entity_name, mentions_of, relations_of};
 use crate::error::Result;
-use crate::recall::associations_cue::{self, MAX_TERMS, held_message, matched_entities, pick};
-use crate::recall::propagation::{self, DEPTH};
-use crate::recall::shape::{Hydrated, MatchReason, Signal};
+use crate::recall::stages::associations_cue::{
+    self, MAX_TERMS, held_message, matched_entities, pick,
+};
+use crate::recall::stages::propagation::{self, DEPTH};
+use crate::recall::stages::shape::{Hydrated, MatchReason, Signal};
+use crate::recall::{RecallQuery, read_scoped};
 use crate::recall::{RecallResponse, Ref, RefKind};
-use crate::recall_engine::{RecallQuery, read_scoped};
 use crate::scope::Scope;
+use crate::store::Engine;
 use crate::vector::{decode, format_from_tag};
 
 thread_local! {
@@ -239,11 +241,11 @@ impl Engine {
             return Ok(());
         };
         let mut row = deeper.swap_remove(seat.index);
-        row.score = crate::recall::shape::round6(seat.score);
+        row.score = crate::recall::stages::shape::round6(seat.score);
         row.confidence = None;
         row.match_reason = MatchReason {
             signal: Signal::Propagation,
-            score: crate::recall::shape::round6(seat.score),
+            score: crate::recall::stages::shape::round6(seat.score),
             cosine: None,
             rrf: None,
             rsf: None,

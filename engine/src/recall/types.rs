@@ -3,11 +3,11 @@
 
 use serde::Serialize;
 
-use crate::arms::lexical;
 use crate::recall::RecallResponse;
-use crate::recall::cue::TimeCue;
-use crate::recall::filters::FilterReport;
-use crate::recall::pipeline::RecallStages;
+use crate::recall::arms::lexical;
+use crate::recall::stages::cue::TimeCue;
+use crate::recall::stages::filters::FilterReport;
+use crate::recall::stages::pipeline::RecallStages;
 
 use super::VectorReport;
 
@@ -105,5 +105,5 @@ pub struct CalibrationOutcome {
     /// The agent calibrated.
     pub agent_id: String,
     /// The calibration.
-    pub calibration: crate::recall::calibrate::Calibration,
+    pub calibration: crate::recall::stages::calibrate::Calibration,
 }

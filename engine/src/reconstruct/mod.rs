@@ -12,29 +12,42 @@
 //! Must never write (this is a read path), read a row outside the caller's scope, or let the
 //! count reach the recall call.
 
+pub(crate) mod mode;
+pub(crate) mod read;
+pub mod stages;
+#[cfg(test)]
+mod tests;
+pub mod tokens;
+
+pub use stages::{
+    Bounds, BudgetPolicy, BudgetResolution, Candidate, Claim, Cluster, Conflict, CountPolicy,
+    CountSource, DeclaredLink, EntityGraph, Expand, Item, ItemExcerpt, POLICY_VERSION, Piece,
+    Quote, QuoteBasis, ReconstructResponse, Report, Request, Role, Slot, Trace, Walked, Why,
+    Window, assemble, budget, bundle, compact, items, quote, window,
+};
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;
 
 use serde::Serialize;
 
-use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::recall::Ref;
-use crate::recall::cue::TimeCue;
-use crate::recall::deliberate::CueResponse;
-use crate::reconstruct::assemble::{Request, assemble_with};
-use crate::reconstruct::bundle::Candidate;
-use crate::reconstruct::compact::Compacted;
-use crate::reconstruct::window::candidate_limit_with;
-use crate::reconstruct::{Mutation, ReconstructResponse, window};
-use crate::reconstruct_mode::{
+use crate::recall::stages::cue::TimeCue;
+use crate::recall::stages::deliberate::CueResponse;
+use crate::reconstruct::mode::{
     Attempt, Fitting, ModeReport, ReconstructMode, TokenCapCut, fit_to_cap, mode_report, shape,
 };
-use crate::reconstruct_places as places;
-use crate::reconstruct_read::{
+use crate::reconstruct::read::{
     GRAPH_ROW_CAP, is_held_place, pro_place_rows, read_candidate, read_graph, read_links,
 };
+use crate::reconstruct::stages::Mutation;
+use crate::reconstruct::stages::assemble::assemble_with;
+use crate::reconstruct::stages::compact::Compacted;
+use crate::reconstruct::stages::places;
+use crate::reconstruct::stages::window::candidate_limit_with;
 use crate::scope::Scope;
+use crate::store::Engine;
 use crate::{RecallQuery, config::ReconstructConfig};
 
 /// A reconstruct as an agent asks it.

@@ -11,10 +11,10 @@
 use serde::Serialize;
 
 use crate::config::ReconstructConfig;
-use crate::reconstruct::ReconstructResponse;
-use crate::reconstruct::compact::{Compacted, compact};
-use crate::reconstruct_places::ProPlaces;
-use crate::tokens::cl100k_tokens;
+use crate::reconstruct::stages::ReconstructResponse;
+use crate::reconstruct::stages::compact::{Compacted, compact};
+use crate::reconstruct::stages::places::ProPlaces;
+use crate::reconstruct::tokens::cl100k_tokens;
 
 /// A reconstruct `mode`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]

@@ -12,8 +12,8 @@ use rusqlite::{Connection, OptionalExtension};
 
 use crate::error::Result;
 use crate::recall::{Ref, RefKind};
-use crate::reconstruct::bundle::{Candidate, DeclaredLink, EntityGraph};
-use crate::reconstruct_places as places;
+use crate::reconstruct::stages::bundle::{Candidate, DeclaredLink, EntityGraph};
+use crate::reconstruct::stages::places;
 use crate::scope::Scope;
 
 /// Entity relations and mentions read per call at most: the walk's own bound on a large

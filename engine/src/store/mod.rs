@@ -9,11 +9,15 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior};
 
 use crate::config::EngineConfig;
-use crate::db;
 use crate::embed::Embedder;
 use crate::error::{Error, Result};
-use crate::generations::GenerationCache;
+use crate::store::generations::GenerationCache;
 use cpersona_index::Kernels;
+
+pub mod db;
+pub(crate) mod generations;
+pub(crate) mod pauses;
+pub(crate) mod queue;
 
 /// Reader connections kept open for reuse; more are opened on demand and dropped after.
 const READER_POOL: usize = 4;

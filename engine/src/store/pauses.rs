@@ -5,7 +5,7 @@
 use serde::Serialize;
 
 use crate::config::{DEFAULT_PAUSE_TTL_SECS, MAX_PAUSE_TTL_SECS};
-use crate::engine::{Engine, lock};
+use crate::store::{Engine, lock};
 use crate::time::{format_ms, now_ms};
 
 /// The fields a paused write adds to its normal body.

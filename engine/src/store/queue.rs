@@ -5,8 +5,8 @@
 use rusqlite::{Transaction, params};
 use serde::Serialize;
 
-use crate::engine::Engine;
 use crate::error::Result;
+use crate::store::Engine;
 use crate::time::now_ms;
 
 /// `get_queue_status`'s response (CPersona's shape plus `exhausted`).

@@ -11,11 +11,11 @@ use serde::{Deserialize, Serialize};
 
 use super::schema::ref_serde;
 use crate::recall::Ref;
-use crate::recall::cue::{Period, TimeCue};
-use crate::recall::cue_spread::PoolContext;
-use crate::recall::deliberate::CueRow;
-use crate::recall::pipeline::CuePlan;
-use crate::recall::prior::{Prior, PriorRow};
+use crate::recall::stages::cue::{Period, TimeCue};
+use crate::recall::stages::cue_spread::PoolContext;
+use crate::recall::stages::deliberate::CueRow;
+use crate::recall::stages::pipeline::CuePlan;
+use crate::recall::stages::prior::{Prior, PriorRow};
 
 /// What the prior knew about one row.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -1,5 +1,5 @@
 //! The recall trace (`trace_version` 1 of cpersona-rs): one recall written down so that it
-//! can be read, saved and **re-run offline** by [`crate::replay`] without the store, the
+//! can be read, saved and **re-run offline** by [`crate::trace::replay`] without the store, the
 //! index or the embedder. It holds the query as normalised, the scope, the requested and
 //! effective counts, every arm's list with ranks and raw scores, every fused candidate with
 //! its per-arm contributions, the gate's input and decisions, the fate of every candidate
@@ -23,19 +23,21 @@ use rusqlite::Connection;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-use crate::engine::Engine;
 use crate::error::{Error, Result};
-use crate::recall::candidate::ArmHit;
-use crate::recall::confidence::{Confidence, ConfidenceInput, ConfidenceParams, confidence};
-use crate::recall::config::RecallConfig;
-use crate::recall::contents::StoredContent;
-use crate::recall::fusion::FusionMode;
-use crate::recall::gate::GateInput;
-use crate::recall::pipeline::RecallStages;
-use crate::recall::shape::Hydrated;
+use crate::recall::stages::candidate::ArmHit;
+use crate::recall::stages::confidence::{
+    Confidence, ConfidenceInput, ConfidenceParams, confidence,
+};
+use crate::recall::stages::config::RecallConfig;
+use crate::recall::stages::contents::StoredContent;
+use crate::recall::stages::fusion::FusionMode;
+use crate::recall::stages::gate::GateInput;
+use crate::recall::stages::pipeline::RecallStages;
+use crate::recall::stages::shape::Hydrated;
 use crate::recall::{Arm, ArmList, Ref, RefKind};
-use crate::recall_engine::{RecallQuery, RecallResult, SCORING_VERSION};
+use crate::recall::{RecallQuery, RecallResult, SCORING_VERSION};
 use crate::scope::Scope;
+use crate::store::Engine;
 
 /// The version of this trace's shape; a replay refuses any other.
 pub const TRACE_VERSION: u32 = 1;
@@ -70,13 +72,15 @@ pub struct Capture {
     /// Milliseconds spent reading the rows the pass itself did not hydrate.
     pub capture_ms: f64,
     /// The time cue's plan the pass applied, when it had one.
-    pub cue: Option<crate::recall::pipeline::CuePlan>,
+    pub cue: Option<crate::recall::stages::pipeline::CuePlan>,
     /// The time cue as given and what it was resolved against, when the recall had one.
     pub cue_request: Option<TraceCueRequest>,
 }
 
 mod cue;
+pub mod replay;
 mod schema;
+pub mod taxonomy;
 pub use cue::*;
 pub use schema::*;
 
@@ -147,8 +151,8 @@ pub(crate) fn capture(
     gate_input: GateInput,
     stages: &RecallStages,
     seen: Vec<(Ref, Option<Hydrated>)>,
-    confidence_context: Option<&crate::recall_facts::ConfidenceContext>,
-    cue: Option<crate::recall::pipeline::CuePlan>,
+    confidence_context: Option<&crate::recall::facts::ConfidenceContext>,
+    cue: Option<crate::recall::stages::pipeline::CuePlan>,
 ) -> Result<Capture> {
     let started = std::time::Instant::now();
     let known: std::collections::HashMap<Ref, Option<Hydrated>> = seen.into_iter().collect();
@@ -157,7 +161,7 @@ pub(crate) fn capture(
         let r = candidate.r#ref;
         let row = match known.get(&r) {
             Some(row) => row.clone(),
-            None => crate::recall_engine::read_scoped(conn, scope, r)?.map(|s| hydrated(r, s)),
+            None => crate::recall::read_scoped(conn, scope, r)?.map(|s| hydrated(r, s)),
         };
         pool.push((r, row));
     }

@@ -1,4 +1,4 @@
-//! Counterfactual replay: re-runs the pure recall pass ([`crate::recall::run`]) over a saved
+//! Counterfactual replay: re-runs the pure recall pass ([`crate::recall::stages::run`]) over a saved
 //! [`RecallTrace`] with one or more conditions changed (depth, gate threshold, one arm alone,
 //! a fusion weight or mode, limit, the full-content budget, `deep`, the cue), using only the
 //! trace's arm lists, gate input and pool: no store, no index, no embedder. A trace of a cued
@@ -19,10 +19,10 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::error::{Error, Result};
-use crate::recall::cue::{CueConfidence, Period};
-use crate::recall::deliberate::CueResponse;
-use crate::recall::pipeline::CuePlan;
-use crate::recall::pipeline::RecallStages;
+use crate::recall::stages::cue::{CueConfidence, Period};
+use crate::recall::stages::deliberate::CueResponse;
+use crate::recall::stages::pipeline::CuePlan;
+use crate::recall::stages::pipeline::RecallStages;
 use crate::recall::{Arm, RecallRequest, RecallResponse, Ref, run_cued};
 use crate::trace::{RecallTrace, arm_lists, arm_name, arm_named, fusion_named};
 
@@ -42,7 +42,7 @@ pub struct ReplayChanges {
     /// Fusion weights to override.
     pub weights: BTreeMap<Arm, f64>,
     /// Fusion mode.
-    pub fusion: Option<crate::recall::fusion::FusionMode>,
+    pub fusion: Option<crate::recall::stages::fusion::FusionMode>,
     /// RRF's k.
     pub rrf_k: Option<f64>,
     /// Rows returned.
@@ -278,7 +278,7 @@ fn reconfide(plan: &mut CuePlan, to: CueConfidence) -> Option<String> {
         .filter(|row| envelope.contains(row.at_ms))
         .copied()
         .collect();
-    found.sort_by(crate::recall::deliberate::cue_order);
+    found.sort_by(crate::recall::stages::deliberate::cue_order);
     found.truncate(depth);
     plan.found = found;
     for row in plan.rows.values_mut() {
@@ -508,7 +508,7 @@ pub fn replay(trace: &RecallTrace, changes: &ReplayChanges) -> Result<ReplayOutc
 /// Gives each replayed row that carries an excerpt the trace's block-picked excerpt of the
 /// same row, when the trace has one (see the module doc).
 fn carry_block_excerpts(trace: &RecallTrace, response: &mut RecallResponse) {
-    use crate::recall::excerpt::ExcerptBasis;
+    use crate::recall::stages::excerpt::ExcerptBasis;
     let saved: BTreeMap<Ref, (String, ExcerptBasis)> = trace.response["messages"]
         .as_array()
         .into_iter()

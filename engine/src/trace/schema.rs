@@ -8,12 +8,12 @@ use serde::{Deserialize, Serialize};
 
 use super::{arm_name, fusion_named, name_of, sha16};
 use crate::error::{Error, Result};
-use crate::recall::confidence::{ConfidenceInput, ConfidenceParams};
-use crate::recall::config::RecallConfig;
-use crate::recall::fusion::ArmWeights;
-use crate::recall::gate::GateConfig;
-use crate::recall::select::RecallDepth;
-use crate::recall::shape::ShapeConfig;
+use crate::recall::stages::confidence::{ConfidenceInput, ConfidenceParams};
+use crate::recall::stages::config::RecallConfig;
+use crate::recall::stages::fusion::ArmWeights;
+use crate::recall::stages::gate::GateConfig;
+use crate::recall::stages::select::RecallDepth;
+use crate::recall::stages::shape::ShapeConfig;
 use crate::recall::{Arm, Ref};
 
 /// The policy versions a trace was produced under.
@@ -79,7 +79,7 @@ pub struct TraceConfig {
     pub shape: TraceShape,
     /// The recency prior; absent when off (identity), so such traces hash as before.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub recency: Option<crate::recall::recency::RecencyConfig>,
+    pub recency: Option<crate::recall::stages::recency::RecencyConfig>,
 }
 
 /// Recall Depth.

@@ -300,7 +300,7 @@ fn a_cue_too_wide_for_the_expected_row_is_window_too_wide() {
     let saved_block = with.response.time_cue.as_ref().unwrap();
     assert_eq!(
         block.confidence,
-        cpersona_engine::recall::cue::CueConfidence::Sure
+        cpersona_engine::recall::stages::cue::CueConfidence::Sure
     );
     assert_ne!(
         block.period, saved_block.period,

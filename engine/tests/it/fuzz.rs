@@ -4,7 +4,7 @@
 //! clock). Each proptest runs `FUZZ_CASES` executions.
 
 use cpersona_engine::TimeCue;
-use cpersona_engine::recall::fts_query::{MAX_FTS_PHRASES, build_match};
+use cpersona_engine::recall::stages::fts_query::{MAX_FTS_PHRASES, build_match};
 use cpersona_engine::time::{format_ms, parse_iso8601_ms};
 use proptest::prelude::*;
 use rusqlite::Connection;

@@ -284,7 +284,7 @@ fn envelope_refetch_reads_the_traces_scope_only() {
         .unwrap();
     let cue = json!({"ago": {"unit": "days", "value": 3}, "confidence": "sure"});
     let trace = saved(&recall(&f, "violet lantern", 3, cue, newest));
-    let period = cpersona_engine::recall::cue::Period {
+    let period = cpersona_engine::recall::stages::cue::Period {
         start_ms: newest - 4 * DAY_MS,
         end_ms: newest - 2 * DAY_MS,
     };

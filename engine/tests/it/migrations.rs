@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use cpersona_engine::db::migrate::{MIGRATIONS, supported_version};
+use cpersona_engine::store::db::migrate::{MIGRATIONS, supported_version};
 use cpersona_engine::{Engine, EngineConfig, Error};
 use sha2::{Digest, Sha256};
 

@@ -11,7 +11,7 @@ use cpersona_engine::{Engine, EngineConfig};
 
 use crate::cli::RunError;
 use crate::config::{Config, EmbedderConfig, RecallMode};
-use cpersona_engine::recall::fusion::FusionMode;
+use cpersona_engine::recall::stages::fusion::FusionMode;
 
 /// Window assumed for an OpenAI-compatible endpoint, which cannot report its own.
 const API_WINDOW_TOKENS: usize = 512;

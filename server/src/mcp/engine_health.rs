@@ -66,7 +66,7 @@ pub(crate) fn store_stats(db_path: &Path, agent_id: &str) -> rusqlite::Result<St
     }
     Ok(StoreStats {
         schema_version: conn.pragma_query_value(None, "user_version", |row| row.get(0))?,
-        supported_schema_version: cpersona_engine::db::migrate::supported_version(),
+        supported_schema_version: cpersona_engine::store::db::migrate::supported_version(),
         db_size_bytes: std::fs::metadata(db_path).map(|m| m.len()).unwrap_or(0),
         memories: count("memories", "")?,
         episodes: count("episodes", "")?,

@@ -11,9 +11,9 @@ use rusqlite::types::Value;
 
 use crate::error::Result;
 use crate::recall::Ref;
-use crate::recall::cue::Period;
-use crate::recall::cue_spread::{PoolContext, RELATION_CAP};
-use crate::recall::deliberate::CueRow;
+use crate::recall::stages::cue::Period;
+use crate::recall::stages::cue_spread::{PoolContext, RELATION_CAP};
+use crate::recall::stages::deliberate::CueRow;
 use crate::scope::Scope;
 use crate::vector::{decode, format_from_tag};
 

@@ -30,8 +30,8 @@ use rusqlite::types::Value;
 use serde::Serialize;
 
 use crate::error::Result;
-use crate::recall::fts_query::{FtsMatch, build_match, join_phrases};
-use crate::recall::keyword::{self, KeywordRow};
+use crate::recall::stages::fts_query::{FtsMatch, build_match, join_phrases};
+use crate::recall::stages::keyword::{self, KeywordRow};
 use crate::recall::{Arm, ArmHit, ArmList, Ref};
 use crate::scope::Scope;
 

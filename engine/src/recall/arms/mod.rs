@@ -4,4 +4,5 @@
 
 pub(crate) mod envelope;
 pub(crate) mod lexical;
+pub(crate) mod probe;
 pub(crate) mod vector;

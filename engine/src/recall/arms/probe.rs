@@ -3,12 +3,12 @@
 //! `Scope`, without fusion, gate or shaping. It must never offer a path around isolation:
 //! every read goes through `Scope::read` like the recall itself.
 
-use crate::arms::lexical::{self, CapActed};
-use crate::arms::vector;
-use crate::engine::Engine;
 use crate::error::Result;
 use crate::recall::ArmList;
+use crate::recall::arms::lexical::{self, CapActed};
+use crate::recall::arms::vector;
 use crate::scope::Scope;
+use crate::store::Engine;
 
 /// The lexical arms' lists as `Engine::recall` would fuse them.
 #[derive(Clone, Debug)]

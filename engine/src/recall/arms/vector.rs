@@ -21,11 +21,11 @@ use rusqlite::Connection;
 use rusqlite::types::Value;
 use serde::Serialize;
 
-use crate::engine::Engine;
 use crate::error::Result;
-use crate::generations::{IndexTable, Loaded};
 use crate::recall::{Arm, ArmList, Ref};
 use crate::scope::{AgentAxis, ChannelAxis, ProjectAxis, Scope};
+use crate::store::Engine;
+use crate::store::generations::{IndexTable, Loaded};
 use crate::vector::{decode, format_from_tag};
 
 /// CPersona's `CPERSONA_MAX_MEMORIES`: the vector scan window per table (newest rows in scope).

@@ -96,7 +96,7 @@ pub fn excerpt(text: &str, query: &str, cap: usize) -> Option<Excerpt> {
 /// `text` as shown); `None` when `cap` is 0 or the choice is empty or out of range.
 pub fn block_excerpt(
     text: &str,
-    choice: &crate::blocks::BlockChoice,
+    choice: &crate::derived::blocks::BlockChoice,
     cap: usize,
 ) -> Option<Excerpt> {
     let chars: Vec<char> = text.chars().collect();
@@ -110,7 +110,7 @@ pub fn block_excerpt(
     Some(Excerpt {
         text: chars[start..end].iter().collect(),
         basis: match choice.order {
-            Some(crate::blocks::BlockOrder::SignBits) => ExcerptBasis::Bits,
+            Some(crate::derived::blocks::BlockOrder::SignBits) => ExcerptBasis::Bits,
             _ => ExcerptBasis::Blocks,
         },
         span: (start, end),

@@ -167,7 +167,7 @@ impl RowFilters {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::recall::candidate::Arm;
+    use crate::recall::stages::candidate::Arm;
 
     fn facts(r: Ref) -> Option<RowFacts> {
         let (content, source) = match (r.kind, r.id) {

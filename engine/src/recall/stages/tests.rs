@@ -15,7 +15,6 @@ mod gate;
 mod keyword;
 mod pipeline;
 mod prior;
-mod propagation_depth;
 mod recency;
 mod select;
 mod shape;

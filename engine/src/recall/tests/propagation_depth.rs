@@ -4,9 +4,9 @@
 
 use std::sync::Arc;
 
-use crate::recall::propagation::DEPTH;
-use crate::recall::select::RecallDepth;
-use crate::recall::shape::Signal;
+use crate::recall::stages::propagation::DEPTH;
+use crate::recall::stages::select::RecallDepth;
+use crate::recall::stages::shape::Signal;
 
 fn seat_depth(depth: RecallDepth) -> Option<usize> {
     let dir = tempfile::tempdir().unwrap();

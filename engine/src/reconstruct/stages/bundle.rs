@@ -37,7 +37,7 @@ pub struct Candidate {
     pub text: String,
     /// The record's blocks ranked against the query vector, when it has a rankable set
     /// (quotes then pick blocks; else the text heuristic).
-    pub blocks: Option<crate::blocks::BlockChoice>,
+    pub blocks: Option<crate::derived::blocks::BlockChoice>,
     /// Recall admitted the row to a held place (a cue seat, an association or propagation
     /// seat), not by rank: its cluster becomes a held item unless a ranked row shares it.
     pub reserved: bool,

@@ -15,19 +15,12 @@ pub mod budget;
 pub mod bundle;
 pub mod compact;
 pub mod items;
+pub mod places;
 pub mod quote;
 pub mod window;
 
 #[cfg(test)]
-mod block_tests;
-#[cfg(test)]
-mod cap_tests;
-#[cfg(test)]
 mod held_tests;
-#[cfg(test)]
-mod mode_tests;
-#[cfg(test)]
-mod request_tests;
 #[cfg(test)]
 mod tests;
 

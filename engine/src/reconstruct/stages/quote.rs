@@ -7,8 +7,8 @@
 use serde::Serialize;
 
 use super::items::ELLIPSIS;
-use crate::blocks::{BlockChoice, BlockOrder};
-use crate::recall::excerpt::{excerpt, passages, query_grams};
+use crate::derived::blocks::{BlockChoice, BlockOrder};
+use crate::recall::stages::excerpt::{excerpt, passages, query_grams};
 
 /// How a quote was chosen (`quote_basis`): the whole text, or passages picked by the record's
 /// stored blocks (int8 cosine, else sign bits), else by the text heuristic.
@@ -203,13 +203,15 @@ pub fn excerpt_quote(text: &str, query: &str, cap: usize, blocks: Option<&BlockC
         };
     }
     match excerpt(text, query, cap) {
-        Some(found) if found.basis == crate::recall::excerpt::ExcerptBasis::Lexical => Quote {
-            text: found.text,
-            ranges: vec![[found.span.0, found.span.1]],
-            basis: QuoteBasis::Text,
-            len: chars.len(),
-            expand: None,
-        },
+        Some(found) if found.basis == crate::recall::stages::excerpt::ExcerptBasis::Lexical => {
+            Quote {
+                text: found.text,
+                ranges: vec![[found.span.0, found.span.1]],
+                basis: QuoteBasis::Text,
+                len: chars.len(),
+                expand: None,
+            }
+        }
         _ => start(&chars, cap),
     }
 }

@@ -15,7 +15,7 @@ use super::items::{excerpt_quote, head_quote};
 use super::window::{CountSource, candidate_limit_with, resolve_with};
 use crate::config::ReconstructConfig;
 use crate::recall::Ref;
-use crate::reconstruct::ReconstructResponse;
+use crate::reconstruct::stages::ReconstructResponse;
 
 const WORDS: &[&str] = &[
     "apple", "river", "stone", "cloud", "engine", "garden", "winter", "copper", "signal",

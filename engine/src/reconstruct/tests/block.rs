@@ -7,11 +7,11 @@ use std::sync::Arc;
 
 use serde_json::json;
 
-use super::items::{QuoteBasis, excerpt_quote, head_quote};
-use super::{Item, Mutation};
-use crate::blocks::{BlockChoice, BlockOrder};
+use crate::derived::blocks::{BlockChoice, BlockOrder};
 use crate::recall::Ref;
-use crate::recall::excerpt::ExcerptBasis;
+use crate::recall::stages::excerpt::ExcerptBasis;
+use crate::reconstruct::stages::items::{QuoteBasis, excerpt_quote, head_quote};
+use crate::reconstruct::stages::{Item, Mutation};
 
 /// The clause the query is about, in the middle of the record.
 const CLAUSE: &str = "The violin lesson moved to Tuesday.";
@@ -121,7 +121,10 @@ fn the_middle_clause_is_quoted_by_blocks_and_not_without_them() {
     assert_eq!(item.quote_basis, QuoteBasis::Blocks);
     assert!(item.content.contains(CLAUSE), "quote: {}", item.content);
     let parts: Vec<String> = item.ranges.iter().map(|&r| chars_at(&text, r)).collect();
-    assert_eq!(item.content, parts.join(super::items::ELLIPSIS));
+    assert_eq!(
+        item.content,
+        parts.join(crate::reconstruct::stages::items::ELLIPSIS)
+    );
 
     // The mutation: quotes ignore the blocks, and the clause is lost.
     let items = reconstruct(&engine, Mutation::BlocksIgnored);
@@ -213,7 +216,7 @@ fn recall_preview_excerpts_pick_blocks() {
     let excerpt = row.excerpt.as_deref().unwrap();
     assert!(excerpt.contains(CLAUSE) && long_record().contains(excerpt));
     // The text heuristic alone (what recall showed before) misses the clause.
-    let text = crate::recall::excerpt::excerpt(&long_record(), QUERY, 800).unwrap();
+    let text = crate::recall::stages::excerpt::excerpt(&long_record(), QUERY, 800).unwrap();
     assert!(!text.text.contains(CLAUSE));
 }
 
@@ -268,7 +271,7 @@ fn grow_stays_contiguous_within_the_cap_and_prefers_better_neighbours() {
 
 #[test]
 fn a_block_set_that_does_not_tile_the_text_is_not_used() {
-    use crate::blocks::BlockVectors;
+    use crate::derived::blocks::BlockVectors;
     let codes: Vec<i8> = vec![1, 2, 3];
     let v = |index| BlockVectors {
         index,
@@ -307,6 +310,8 @@ fn a_recall_trace_with_block_excerpts_replays_unchanged() {
             .any(|m| m.excerpt_basis == Some(ExcerptBasis::Blocks))
     );
     let trace = r.trace().unwrap();
-    let replayed = crate::replay::replay(&trace, &crate::replay::ReplayChanges::default()).unwrap();
+    let replayed =
+        crate::trace::replay::replay(&trace, &crate::trace::replay::ReplayChanges::default())
+            .unwrap();
     assert!(replayed.unchanged && replayed.exact, "{:?}", replayed.rerun);
 }

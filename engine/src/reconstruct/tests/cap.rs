@@ -8,7 +8,7 @@ use std::sync::Arc;
 use serde_json::json;
 
 use crate::recall::Ref;
-use crate::tokens::cl100k_tokens;
+use crate::reconstruct::tokens::cl100k_tokens;
 use crate::{ReconstructMode, ReconstructRequest, ReconstructResult};
 
 /// Three-character words of scattered CJK ideographs, which cost cl100k more than one token

@@ -21,11 +21,11 @@ pub struct Migration {
 pub const MIGRATIONS: &[Migration] = &[
     Migration {
         name: "0001_init.sql",
-        sql: include_str!("../../../migrations/0001_init.sql"),
+        sql: include_str!("../../../../migrations/0001_init.sql"),
     },
     Migration {
         name: "0002_fts5_trigram.sql",
-        sql: include_str!("../../../migrations/0002_fts5_trigram.sql"),
+        sql: include_str!("../../../../migrations/0002_fts5_trigram.sql"),
     },
 ];
 

@@ -16,10 +16,10 @@ use cpersona_index::{
     SourceFingerprint, WriteSummary,
 };
 
-use crate::engine::Engine;
 use crate::error::Result;
-use crate::generations::changelog_head;
 use crate::recall::{Ref, RefKind};
+use crate::store::Engine;
+use crate::store::generations::changelog_head;
 
 /// Bits of the block index inside a row id.
 const BLOCK_BITS: u32 = 20;

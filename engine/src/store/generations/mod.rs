@@ -25,8 +25,10 @@ use cpersona_index::{
 use rusqlite::{Connection, OptionalExtension};
 use serde::Serialize;
 
-use crate::engine::{Engine, lock};
+pub(crate) mod blocks;
+
 use crate::error::Result;
+use crate::store::{Engine, lock};
 use crate::vector::{decode, format_from_tag};
 
 /// The longest `source` code stored in a generation's dictionary.
@@ -204,7 +206,7 @@ impl Engine {
             .map_or(0, |l| l.generation.generation())
             .max(Generation::open(&path).map_or(0, |g| g.generation()));
         let built = if table == IndexTable::Blocks {
-            Some(crate::block_index::build(
+            Some(crate::store::generations::blocks::build(
                 self,
                 &path,
                 previous + 1,

@@ -1,6 +1,6 @@
 //! The recall loop's failure codes (design §8), for a missed ref of a recall that had a time
 //! cue. Each is assigned by replaying the saved trace with one thing about the cue changed
-//! ([`crate::replay`] with a changed or replaced cue plan) and asking whether the expected ref
+//! ([`crate::trace::replay`] with a changed or replaced cue plan) and asking whether the expected ref
 //! comes back; the rules, tried in this order (the first that holds wins):
 //!
 //! 1. `PRIOR_IGNORED`: the cue was present but not applied (the response's `time_cue.ignored`
@@ -46,18 +46,18 @@
 use serde::Serialize;
 
 use super::{Attribution, Counterfactual, FailureCode, RowFacts, try_change};
-use crate::arms::envelope::{self, QueryVector};
-use crate::engine::Engine;
 use crate::error::Result;
 use crate::recall::Ref;
-use crate::recall::cue::{CueConfidence, CueWhen, Period, Resolution, TimeCue};
-use crate::recall::cue_spread::PoolContext;
-use crate::recall::deliberate::{self, CueConfig, CueRow, Sufficiency};
-use crate::recall::pipeline::CuePlan;
-use crate::recall::prior::{CuePrior, Prior};
-use crate::replay::{ReplayChanges, replay};
+use crate::recall::arms::envelope::{self, QueryVector};
+use crate::recall::stages::cue::{CueConfidence, CueWhen, Period, Resolution, TimeCue};
+use crate::recall::stages::cue_spread::PoolContext;
+use crate::recall::stages::deliberate::{self, CueConfig, CueRow, Sufficiency};
+use crate::recall::stages::pipeline::CuePlan;
+use crate::recall::stages::prior::{CuePrior, Prior};
 use crate::scope::Scope;
+use crate::store::Engine;
 use crate::time::format_ms;
+use crate::trace::replay::{ReplayChanges, replay};
 use crate::trace::{PoolContent, PoolRow, RecallTrace, TraceCueRequest};
 
 /// One envelope fetch re-run against the store.

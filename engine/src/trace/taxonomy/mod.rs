@@ -1,6 +1,6 @@
 //! The failure taxonomy (design §8): given a saved [`RecallTrace`] and the ref that should
 //! have come back, assign one code mechanically, by reading where the ref stopped and by
-//! replaying the trace with one thing changed ([`crate::replay`]).
+//! replaying the trace with one thing changed ([`crate::trace::replay`]).
 //!
 //! Codes this module can assign from a single-pass trace: `CAPTURE_MISS`,
 //! `REPRESENTATION_MISS` (both need [`RowFacts`] from the store), `CANDIDATE_MISS`,
@@ -15,11 +15,11 @@
 
 use serde::Serialize;
 
-use crate::engine::Engine;
 use crate::error::Result;
 use crate::recall::{Ref, RefKind};
-use crate::replay::{ReplayChanges, replay, trace_refs_best_first};
 use crate::scope::Scope;
+use crate::store::Engine;
+use crate::trace::replay::{ReplayChanges, replay, trace_refs_best_first};
 use crate::trace::{ExclusionReason, RecallTrace};
 
 pub mod loop_codes;
@@ -377,7 +377,7 @@ impl Engine {
                 })?;
             let in_scope = match found {
                 None => false,
-                Some(_) => crate::recall_engine::read_scoped(conn, &scope, r)?.is_some(),
+                Some(_) => crate::recall::read_scoped(conn, &scope, r)?.is_some(),
             };
             Ok(RowFacts {
                 exists: found.is_some(),

@@ -3,7 +3,7 @@
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-use crate::recall::calibrate::{CalibrationError, CalibrationParams, calibrate};
+use crate::recall::stages::calibrate::{CalibrationError, CalibrationParams, calibrate};
 
 /// `sessions` clusters of `per` rows each: a shared direction plus noise, in `dim` dims.
 fn corpus(

@@ -2,7 +2,7 @@
 
 use proptest::prelude::*;
 
-use crate::recall::candidate::{Ref, RefKind};
+use crate::recall::stages::candidate::{Ref, RefKind};
 
 #[test]
 fn refs_parse_strictly() {

@@ -1,6 +1,6 @@
 //! Confidence: CPersona's formula on worked values.
 
-use crate::recall::confidence::{ConfidenceInput, ConfidenceParams, confidence};
+use crate::recall::stages::confidence::{ConfidenceInput, ConfidenceParams, confidence};
 
 #[test]
 fn fresh_strong_match_scores_high_and_old_weak_low() {

@@ -1,9 +1,9 @@
 //! `RecallConfig`: defaults validate, bad values are refused.
 
 use crate::recall::RecallError;
-use crate::recall::config::RecallConfig;
-use crate::recall::fusion::ArmWeights;
-use crate::recall::select::RecallDepth;
+use crate::recall::stages::config::RecallConfig;
+use crate::recall::stages::fusion::ArmWeights;
+use crate::recall::stages::select::RecallDepth;
 
 #[test]
 fn defaults_are_the_documented_constants_and_validate() {

@@ -6,8 +6,8 @@ use std::convert::Infallible;
 use serde_json::{Value, json};
 
 use crate::recall::RecallError;
-use crate::recall::candidate::Ref;
-use crate::recall::contents::{
+use crate::recall::stages::candidate::Ref;
+use crate::recall::stages::contents::{
     StoredContent, UnresolvedReason, get_contents, parse_requests, revision,
 };
 
@@ -47,7 +47,7 @@ fn store() -> HashMap<Ref, StoredContent> {
     rows
 }
 
-fn serve(refs: Value) -> crate::recall::contents::ContentsResponse {
+fn serve(refs: Value) -> crate::recall::stages::contents::ContentsResponse {
     let rows = store();
     let refs = refs.as_array().expect("array").clone();
     let requests = parse_requests(&refs).expect("valid");

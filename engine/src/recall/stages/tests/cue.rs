@@ -3,7 +3,9 @@
 use serde_json::json;
 
 use crate::error::Error;
-use crate::recall::cue::{AgoUnit, CueConfidence, CueWhen, DAY_MS, Period, Resolution, TimeCue};
+use crate::recall::stages::cue::{
+    AgoUnit, CueConfidence, CueWhen, DAY_MS, Period, Resolution, TimeCue,
+};
 use crate::time::parse_iso8601_ms;
 
 fn ms(text: &str) -> i64 {

@@ -6,15 +6,15 @@ use std::collections::HashMap;
 
 use serde_json::json;
 
-use crate::recall::candidate::{Arm, ArmList, Ref};
-use crate::recall::config::RecallConfig;
-use crate::recall::cue::{DAY_MS, Period};
-use crate::recall::cue_spread::{ContextBy, NARROW_FLOOR_MS, PoolContext, narrow};
-use crate::recall::deliberate::CueRow;
-use crate::recall::gate::GateInput;
-use crate::recall::pipeline::{CuePlan, RecallOutcome};
-use crate::recall::prior::{self, CuePrior, Prior, PriorRow};
-use crate::recall::shape::Hydrated;
+use crate::recall::stages::candidate::{Arm, ArmList, Ref};
+use crate::recall::stages::config::RecallConfig;
+use crate::recall::stages::cue::{DAY_MS, Period};
+use crate::recall::stages::cue_spread::{ContextBy, NARROW_FLOOR_MS, PoolContext, narrow};
+use crate::recall::stages::deliberate::CueRow;
+use crate::recall::stages::gate::GateInput;
+use crate::recall::stages::pipeline::{CuePlan, RecallOutcome};
+use crate::recall::stages::prior::{self, CuePrior, Prior, PriorRow};
+use crate::recall::stages::shape::Hydrated;
 use crate::recall::{RecallRequest, run_cued};
 
 fn envelope() -> Period {

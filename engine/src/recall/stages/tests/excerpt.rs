@@ -2,7 +2,7 @@
 
 use proptest::prelude::*;
 
-use crate::recall::excerpt::{ExcerptBasis, MAX_PASSAGE_CHARS, excerpt, passages};
+use crate::recall::stages::excerpt::{ExcerptBasis, MAX_PASSAGE_CHARS, excerpt, passages};
 
 #[test]
 fn picks_the_matching_passage_past_the_preview() {

@@ -4,7 +4,7 @@
 use proptest::prelude::*;
 use rusqlite::Connection;
 
-use crate::recall::fts_query::{MAX_FTS_PHRASES, build_match, fts_terms};
+use crate::recall::stages::fts_query::{MAX_FTS_PHRASES, build_match, fts_terms};
 
 fn expr(query: &str) -> Option<String> {
     build_match(query).map(|m| m.expression)

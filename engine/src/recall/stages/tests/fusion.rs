@@ -2,8 +2,8 @@
 
 use proptest::prelude::*;
 
-use crate::recall::candidate::{Arm, ArmHit, ArmList, Ref};
-use crate::recall::fusion::{ArmWeights, FusionMode, fuse, fused_order, rrf, rsf};
+use crate::recall::stages::candidate::{Arm, ArmHit, ArmList, Ref};
+use crate::recall::stages::fusion::{ArmWeights, FusionMode, fuse, fused_order, rrf, rsf};
 
 fn list(arm: Arm, refs: &[(Ref, Option<f64>)]) -> ArmList {
     ArmList::ranked(arm, refs.iter().copied())

@@ -1,10 +1,10 @@
 //! The gate: cosine against an absolute threshold, lexical-only rows never dropped by it,
 //! and the fallback when the gate empties a result the lexical arms had.
 
-use crate::recall::candidate::{Arm, ArmList, Ref};
-use crate::recall::fusion::{ArmWeights, rrf};
-use crate::recall::gate::profile_passes;
-use crate::recall::gate::{
+use crate::recall::stages::candidate::{Arm, ArmList, Ref};
+use crate::recall::stages::fusion::{ArmWeights, rrf};
+use crate::recall::stages::gate::profile_passes;
+use crate::recall::stages::gate::{
     GateConfig, GateInput, GateReason, ThresholdOrigin, apply, heuristic_min_score,
 };
 

@@ -4,11 +4,11 @@ use std::collections::HashMap;
 
 use expect_test::{Expect, expect};
 
-use crate::recall::candidate::{Arm, ArmHit, ArmList, Ref};
-use crate::recall::confidence::{ConfidenceInput, confidence};
-use crate::recall::config::RecallConfig;
-use crate::recall::gate::GateInput;
-use crate::recall::shape::Hydrated;
+use crate::recall::stages::candidate::{Arm, ArmHit, ArmList, Ref};
+use crate::recall::stages::confidence::{ConfidenceInput, confidence};
+use crate::recall::stages::config::RecallConfig;
+use crate::recall::stages::gate::GateInput;
+use crate::recall::stages::shape::Hydrated;
 use crate::recall::{RecallRequest, run};
 
 fn corpus() -> HashMap<Ref, String> {
@@ -229,7 +229,7 @@ fn fused_gated_shaped_rrf() {
 #[test]
 fn fused_gated_shaped_rsf() {
     let config = RecallConfig {
-        fusion: crate::recall::fusion::FusionMode::Rsf,
+        fusion: crate::recall::stages::fusion::FusionMode::Rsf,
         ..RecallConfig::default()
     };
     check(
@@ -407,10 +407,10 @@ mod invariant {
     use proptest::prelude::*;
 
     use super::{arms, corpus};
-    use crate::recall::candidate::Ref;
-    use crate::recall::config::RecallConfig;
-    use crate::recall::gate::GateInput;
-    use crate::recall::shape::Hydrated;
+    use crate::recall::stages::candidate::Ref;
+    use crate::recall::stages::config::RecallConfig;
+    use crate::recall::stages::gate::GateInput;
+    use crate::recall::stages::shape::Hydrated;
     use crate::recall::{RecallRequest, run};
 
     fn considered(limit: usize, config: &RecallConfig) -> BTreeSet<Ref> {
@@ -449,7 +449,7 @@ mod invariant {
         #[test]
         fn limit_never_changes_what_fusion_considers(a in 0usize..=100, b in 0usize..=100, floor in 1usize..4) {
             let config = RecallConfig {
-                depth: crate::recall::select::RecallDepth::new(floor, floor + 1, 10).expect("valid"),
+                depth: crate::recall::stages::select::RecallDepth::new(floor, floor + 1, 10).expect("valid"),
                 ..RecallConfig::default()
             };
             prop_assert_eq!(considered(a, &config), considered(b, &config));

@@ -1,8 +1,8 @@
 //! The one prior function: each row of design §3's table is a configuration of `Prior`, and
 //! the identity at each end changes nothing.
 
-use crate::recall::cue::Period;
-use crate::recall::prior::{CuePrior, Prior, PriorRow, apply};
+use crate::recall::stages::cue::Period;
+use crate::recall::stages::prior::{CuePrior, Prior, PriorRow, apply};
 
 fn at(pos: usize) -> PriorRow {
     PriorRow {
@@ -71,8 +71,8 @@ fn priced_far_vote_weighs_the_reach() {
 
 #[test]
 fn priced_far_vote_equals_fusion_far_weight() {
-    use crate::recall::candidate::{Arm, ArmList, Ref};
-    use crate::recall::fusion::{ArmWeights, FusionMode, fuse};
+    use crate::recall::stages::candidate::{Arm, ArmList, Ref};
+    use crate::recall::stages::fusion::{ArmWeights, FusionMode, fuse};
     let lists = vec![
         ArmList::ranked(
             Arm::VectorNear,

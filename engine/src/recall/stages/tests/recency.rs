@@ -3,11 +3,11 @@
 
 use std::collections::HashMap;
 
-use crate::recall::candidate::{Arm, ArmList, Ref};
-use crate::recall::config::RecallConfig;
-use crate::recall::gate::GateInput;
-use crate::recall::recency::RecencyConfig;
-use crate::recall::shape::Hydrated;
+use crate::recall::stages::candidate::{Arm, ArmList, Ref};
+use crate::recall::stages::config::RecallConfig;
+use crate::recall::stages::gate::GateInput;
+use crate::recall::stages::recency::RecencyConfig;
+use crate::recall::stages::shape::Hydrated;
 use crate::recall::{RecallOutcome, RecallRequest, run};
 
 /// mem1 (old) and mem2 (new) tie on the fused score (each is rank 0 of one vector arm);

@@ -5,9 +5,9 @@ use std::collections::BTreeSet;
 use proptest::prelude::*;
 
 use crate::recall::RecallError;
-use crate::recall::candidate::{Arm, ArmList, Ref};
-use crate::recall::fusion::{ArmWeights, FusionMode, fuse};
-use crate::recall::select::{RecallDepth, cut_to_limit};
+use crate::recall::stages::candidate::{Arm, ArmList, Ref};
+use crate::recall::stages::fusion::{ArmWeights, FusionMode, fuse};
+use crate::recall::stages::select::{RecallDepth, cut_to_limit};
 
 /// A depth policy: how many candidates each arm hands to fusion, given the configuration
 /// and the caller's `limit`.

@@ -1,11 +1,11 @@
 //! Shaping: last-is-best, the preview tier, excerpts, the full-content budget.
 
-use crate::recall::candidate::{Arm, ArmList, Ref};
-use crate::recall::config::RecallConfig;
-use crate::recall::excerpt::ExcerptBasis;
-use crate::recall::fusion::{ArmWeights, FusionMode, rrf};
-use crate::recall::gate::{GateConfig, GateInput, apply};
-use crate::recall::shape::{Hydrated, ShapeInput, Signal, shape};
+use crate::recall::stages::candidate::{Arm, ArmList, Ref};
+use crate::recall::stages::config::RecallConfig;
+use crate::recall::stages::excerpt::ExcerptBasis;
+use crate::recall::stages::fusion::{ArmWeights, FusionMode, rrf};
+use crate::recall::stages::gate::{GateConfig, GateInput, apply};
+use crate::recall::stages::shape::{Hydrated, ShapeInput, Signal, shape};
 
 fn inputs(contents: &[String]) -> Vec<ShapeInput> {
     let list = ArmList::ranked(
@@ -85,7 +85,7 @@ fn preview_cuts_to_a_prefix_and_adds_the_excerpt() {
             .is_some_and(|e| e.contains("the needle is here."))
     );
     assert!(!messages[0].content_truncated && messages[0].excerpt.is_none());
-    let off = crate::recall::shape::ShapeConfig {
+    let off = crate::recall::stages::shape::ShapeConfig {
         preview_chars: 0,
         ..config
     };
@@ -101,7 +101,7 @@ fn preview_cuts_to_a_prefix_and_adds_the_excerpt() {
 
 #[test]
 fn full_content_budget_spends_from_the_best_row() {
-    let config = crate::recall::shape::ShapeConfig {
+    let config = crate::recall::stages::shape::ShapeConfig {
         full_content_budget_chars: 1_000,
         ..RecallConfig::default().shape
     };

@@ -1,0 +1,3 @@
+//! Tests of the recall entry that need a store (the stages' own tests are in `stages/tests/`).
+
+mod propagation_depth;
