@@ -6,9 +6,10 @@ use rusqlite::{OptionalExtension, params};
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::config::EngineConfig;
 use crate::error::{Error, Result};
 use crate::scope::Scope;
-use crate::store::Engine;
+use crate::store::Store;
 use crate::store::pauses::NoPersist;
 use crate::text::{check_agent, check_key, sanitise};
 use crate::time::{format_ms, now_ms, parse_iso8601_ms};
@@ -165,58 +166,67 @@ pub struct ListEpisodesOutcome {
     pub next_offset: Option<usize>,
 }
 
-impl Engine {
-    /// `archive_episode`: stores the summary (required) and keywords, embeds the summary.
-    pub fn archive_episode(&self, req: &ArchiveEpisodeRequest) -> Result<ArchiveEpisodeOutcome> {
-        if let Some(no_persist) = self.no_persist("archive_episode", &req.session_key) {
-            return Ok(ArchiveEpisodeOutcome {
-                ok: true,
-                episode_id: None,
-                embedded: false,
-                truncated: None,
-                no_persist: Some(no_persist),
-                derived: Default::default(),
-            });
+/// `archive_episode`: stores the summary (required) and keywords, embeds the summary.
+pub(crate) fn archive_episode(
+    store: &Store,
+    config: &EngineConfig,
+    req: &ArchiveEpisodeRequest,
+) -> Result<ArchiveEpisodeOutcome> {
+    if let Some(no_persist) = store.no_persist("archive_episode", &req.session_key) {
+        return Ok(ArchiveEpisodeOutcome {
+            ok: true,
+            episode_id: None,
+            embedded: false,
+            truncated: None,
+            no_persist: Some(no_persist),
+            derived: Default::default(),
+        });
+    }
+    check_agent(&req.agent_id)?;
+    check_key("project_id", &req.project_id)?;
+    check_key("channel", &req.channel)?;
+    let summary = sanitise(&req.summary, config.max_content_chars).map_err(|refusal| {
+        Error::invalid(
+            "summary",
+            format!("summary is required ({})", refusal.reason()),
+        )
+    })?;
+    let keywords = match sanitise(&req.keywords, config.max_content_chars) {
+        Ok(keywords) => keywords,
+        Err(crate::text::Refusal::Nul) => {
+            return Err(Error::invalid("keywords", "holds a NUL character"));
         }
-        check_agent(&req.agent_id)?;
-        check_key("project_id", &req.project_id)?;
-        check_key("channel", &req.channel)?;
-        let summary = sanitise(&req.summary, self.config.max_content_chars).map_err(|refusal| {
-            Error::invalid(
-                "summary",
-                format!("summary is required ({})", refusal.reason()),
-            )
-        })?;
-        let keywords = match sanitise(&req.keywords, self.config.max_content_chars) {
-            Ok(keywords) => keywords,
-            Err(crate::text::Refusal::Nul) => {
-                return Err(Error::invalid("keywords", "holds a NUL character"));
-            }
-            Err(_) => crate::text::Sanitised {
-                text: String::new(),
-                truncated: false,
-            },
-        };
-        let (start, end) = history_span(&req.history)?;
-        let embedding = self.embed_for_store(&[summary.text.as_str()]);
-        let target = self.vector_target();
-        let format = self.config.embedding_format;
-        let mut outcome = self.write(|tx| {
+        Err(_) => crate::text::Sanitised {
+            text: String::new(),
+            truncated: false,
+        },
+    };
+    let (start, end) = history_span(&req.history)?;
+    let embedding = store.embed_for_store(&[summary.text.as_str()]);
+    let target = store.vector_target();
+    let format = store.settings.embedding_format;
+    let mut outcome =
+        store.write(|tx| {
             let (blob, model, dim, tag) = match &embedding {
-                Ok(blobs) => (blobs.first().cloned(), target.model_id.as_str(), target.dim, format.tag()),
+                Ok(blobs) => (
+                    blobs.first().cloned(),
+                    target.model_id.as_str(),
+                    target.dim,
+                    format.tag(),
+                ),
                 Err(_) => (None, "", 0, ""),
             };
             tx.execute(
-                "INSERT INTO episodes(agent_id, project_id, channel, summary, keywords, start_time, \
-                 end_time, start_ms, end_ms, resolved, created_at_ms, embedding, embedding_model, \
-                 embedding_dim, embedding_format) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                params![
-                    req.agent_id, req.project_id, req.channel, summary.text, keywords.text,
-                    start.as_ref().map(|s| &s.0), end.as_ref().map(|s| &s.0),
-                    start.as_ref().map(|s| s.1), end.as_ref().map(|s| s.1),
-                    req.resolved, now_ms(), blob, model, dim as i64, tag,
-                ],
-            )?;
+            "INSERT INTO episodes(agent_id, project_id, channel, summary, keywords, start_time, \
+             end_time, start_ms, end_ms, resolved, created_at_ms, embedding, embedding_model, \
+             embedding_dim, embedding_format) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            params![
+                req.agent_id, req.project_id, req.channel, summary.text, keywords.text,
+                start.as_ref().map(|s| &s.0), end.as_ref().map(|s| &s.0),
+                start.as_ref().map(|s| s.1), end.as_ref().map(|s| s.1),
+                req.resolved, now_ms(), blob, model, dim as i64, tag,
+            ],
+        )?;
             let id = tx.last_insert_rowid();
             if let Err(reason) = &embedding {
                 crate::store::queue::enqueue(tx, "episodes", id, &req.agent_id, reason)?;
@@ -230,114 +240,119 @@ impl Engine {
                 derived: Default::default(),
             })
         })?;
-        // The summary's derived sets, after the commit, as store does for a memory.
-        if let Some(id) = outcome.episode_id {
-            outcome.derived = self.derived_after_write(crate::recall::Ref::ep(id));
-        }
-        Ok(outcome)
+    // The summary's derived sets, after the commit, as store does for a memory.
+    if let Some(id) = outcome.episode_id {
+        outcome.derived = crate::derived::derived_after_write(store, crate::recall::Ref::ep(id));
     }
+    Ok(outcome)
+}
 
-    /// `delete_episode`.
-    pub fn delete_episode(&self, req: &DeleteEpisodeRequest) -> Result<DeleteEpisodeOutcome> {
-        if let Some(no_persist) = self.no_persist("delete_episode", &req.session_key) {
-            return Ok(DeleteEpisodeOutcome {
-                ok: true,
-                deleted_id: None,
-                no_persist: Some(no_persist),
-            });
-        }
-        self.write(|tx| {
-            let owner: Option<String> = tx
-                .query_row(
-                    "SELECT agent_id FROM episodes WHERE id = ?",
-                    [req.episode_id],
-                    |row| row.get(0),
-                )
-                .optional()?;
-            match owner {
-                Some(owner) if req.agent_id.is_empty() || owner == req.agent_id => {
-                    tx.execute("DELETE FROM episodes WHERE id = ?", [req.episode_id])?;
-                    Ok(DeleteEpisodeOutcome {
-                        ok: true,
-                        deleted_id: Some(req.episode_id),
-                        no_persist: None,
-                    })
-                }
-                _ => Err(Error::EpisodeNotFound { id: req.episode_id }),
-            }
-        })
+/// `delete_episode`.
+pub(crate) fn delete_episode(
+    store: &Store,
+    req: &DeleteEpisodeRequest,
+) -> Result<DeleteEpisodeOutcome> {
+    if let Some(no_persist) = store.no_persist("delete_episode", &req.session_key) {
+        return Ok(DeleteEpisodeOutcome {
+            ok: true,
+            deleted_id: None,
+            no_persist: Some(no_persist),
+        });
     }
-
-    /// `list_episodes`: newest first (`created_at DESC, id DESC`), paged, with CPersona's
-    /// character budget.
-    pub fn list_episodes(&self, req: &ListEpisodesRequest) -> Result<ListEpisodesOutcome> {
-        let limit = req.limit.min(LIST_EPISODES_MAX_LIMIT);
-        let agent = (!req.agent_id.is_empty()).then_some(req.agent_id.as_str());
-        let scope = Scope::read(agent, req.project_id.as_deref(), None);
-        let (pred, mut values) = scope.predicate("");
-        values.push(rusqlite::types::Value::Integer(limit as i64 + 1));
-        values.push(rusqlite::types::Value::Integer(req.offset as i64));
-        let sql = format!(
-            "SELECT id, agent_id, project_id, channel, summary, keywords, start_time, end_time, \
-             resolved, created_at_ms FROM episodes WHERE {pred} \
-             ORDER BY created_at_ms DESC, id DESC LIMIT ? OFFSET ?"
-        );
-        let mut rows: Vec<EpisodeItem> = self.read(|conn| {
-            let mut stmt = conn.prepare(&sql)?;
-            let rows = stmt.query_map(rusqlite::params_from_iter(values), |row| {
-                Ok(EpisodeItem {
-                    id: row.get(0)?,
-                    agent_id: row.get(1)?,
-                    project_id: row.get(2)?,
-                    channel: row.get(3)?,
-                    summary: row.get(4)?,
-                    keywords: row.get(5)?,
-                    start_time: row.get(6)?,
-                    end_time: row.get(7)?,
-                    resolved: row.get(8)?,
-                    created_at: format_ms(row.get(9)?),
-                    summary_truncated: None,
-                    summary_len: None,
-                    keywords_truncated: None,
-                    keywords_len: None,
-                    reference: None,
+    store.write(|tx| {
+        let owner: Option<String> = tx
+            .query_row(
+                "SELECT agent_id FROM episodes WHERE id = ?",
+                [req.episode_id],
+                |row| row.get(0),
+            )
+            .optional()?;
+        match owner {
+            Some(owner) if req.agent_id.is_empty() || owner == req.agent_id => {
+                tx.execute("DELETE FROM episodes WHERE id = ?", [req.episode_id])?;
+                Ok(DeleteEpisodeOutcome {
+                    ok: true,
+                    deleted_id: Some(req.episode_id),
+                    no_persist: None,
                 })
-            })?;
-            Ok(rows.collect::<rusqlite::Result<_>>()?)
-        })?;
-        let next_offset = (rows.len() > limit).then_some(req.offset + limit);
-        rows.truncate(limit);
-        let mut used = 0usize;
-        let mut degraded = false;
-        for item in &mut rows {
-            let n_summary = item.summary.chars().count();
-            let n_keywords = item.keywords.chars().count();
-            if used + n_summary + n_keywords > LIST_EPISODES_MAX_CHARS {
-                if let Some(prefix) = cut(&item.summary, PREVIEW_CHARS) {
-                    item.summary = prefix;
-                    item.summary_truncated = Some(true);
-                    item.summary_len = Some(n_summary);
-                    degraded = true;
-                }
-                if let Some(prefix) = cut(&item.keywords, PREVIEW_CHARS) {
-                    item.keywords = prefix;
-                    item.keywords_truncated = Some(true);
-                    item.keywords_len = Some(n_keywords);
-                    degraded = true;
-                }
-                if item.summary_truncated.is_some() || item.keywords_truncated.is_some() {
-                    item.reference = Some(format!("ep:{}", item.id));
-                }
             }
-            used += item.summary.chars().count() + item.keywords.chars().count();
+            _ => Err(Error::EpisodeNotFound { id: req.episode_id }),
         }
-        Ok(ListEpisodesOutcome {
-            count: rows.len(),
-            episodes: rows,
-            budget_chars: degraded.then_some(LIST_EPISODES_MAX_CHARS),
-            next_offset,
-        })
+    })
+}
+
+/// `list_episodes`: newest first (`created_at DESC, id DESC`), paged, with CPersona's
+/// character budget.
+pub(crate) fn list_episodes(
+    store: &Store,
+    req: &ListEpisodesRequest,
+) -> Result<ListEpisodesOutcome> {
+    let limit = req.limit.min(LIST_EPISODES_MAX_LIMIT);
+    let agent = (!req.agent_id.is_empty()).then_some(req.agent_id.as_str());
+    let scope = Scope::read(agent, req.project_id.as_deref(), None);
+    let (pred, mut values) = scope.predicate("");
+    values.push(rusqlite::types::Value::Integer(limit as i64 + 1));
+    values.push(rusqlite::types::Value::Integer(req.offset as i64));
+    let sql = format!(
+        "SELECT id, agent_id, project_id, channel, summary, keywords, start_time, end_time, \
+         resolved, created_at_ms FROM episodes WHERE {pred} \
+         ORDER BY created_at_ms DESC, id DESC LIMIT ? OFFSET ?"
+    );
+    let mut rows: Vec<EpisodeItem> = store.read(|conn| {
+        let mut stmt = conn.prepare(&sql)?;
+        let rows = stmt.query_map(rusqlite::params_from_iter(values), |row| {
+            Ok(EpisodeItem {
+                id: row.get(0)?,
+                agent_id: row.get(1)?,
+                project_id: row.get(2)?,
+                channel: row.get(3)?,
+                summary: row.get(4)?,
+                keywords: row.get(5)?,
+                start_time: row.get(6)?,
+                end_time: row.get(7)?,
+                resolved: row.get(8)?,
+                created_at: format_ms(row.get(9)?),
+                summary_truncated: None,
+                summary_len: None,
+                keywords_truncated: None,
+                keywords_len: None,
+                reference: None,
+            })
+        })?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    })?;
+    let next_offset = (rows.len() > limit).then_some(req.offset + limit);
+    rows.truncate(limit);
+    let mut used = 0usize;
+    let mut degraded = false;
+    for item in &mut rows {
+        let n_summary = item.summary.chars().count();
+        let n_keywords = item.keywords.chars().count();
+        if used + n_summary + n_keywords > LIST_EPISODES_MAX_CHARS {
+            if let Some(prefix) = cut(&item.summary, PREVIEW_CHARS) {
+                item.summary = prefix;
+                item.summary_truncated = Some(true);
+                item.summary_len = Some(n_summary);
+                degraded = true;
+            }
+            if let Some(prefix) = cut(&item.keywords, PREVIEW_CHARS) {
+                item.keywords = prefix;
+                item.keywords_truncated = Some(true);
+                item.keywords_len = Some(n_keywords);
+                degraded = true;
+            }
+            if item.summary_truncated.is_some() || item.keywords_truncated.is_some() {
+                item.reference = Some(format!("ep:{}", item.id));
+            }
+        }
+        used += item.summary.chars().count() + item.keywords.chars().count();
     }
+    Ok(ListEpisodesOutcome {
+        count: rows.len(),
+        episodes: rows,
+        budget_chars: degraded.then_some(LIST_EPISODES_MAX_CHARS),
+        next_offset,
+    })
 }
 
 /// The first `max_chars` characters of `text`, or `None` when it is not longer.

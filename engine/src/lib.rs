@@ -9,6 +9,18 @@
 //! that serialises to the tool's response body.
 #![forbid(unsafe_code)]
 
+use std::sync::Arc;
+
+use cpersona_index::Kernels;
+
+use crate::embed::Embedder;
+use crate::recall::stages::contents::ContentsResponse;
+use crate::recall::{ArmList, Period, Ref};
+use crate::store::Store;
+use crate::trace::RecallTrace;
+use crate::trace::taxonomy::{EnvelopeFetch, RowFacts};
+use std::path::PathBuf;
+
 pub mod config;
 pub mod embed;
 pub mod error;
@@ -72,8 +84,329 @@ pub use reconstruct::read::GRAPH_ROW_CAP;
 pub use reconstruct::stages::places::{Places, ProPlaces};
 pub use reconstruct::{ReconstructRequest, ReconstructResult};
 pub use scope::Scope;
-pub use store::Engine;
 pub use store::generations::blocks::{block_row_id, split_block_row_id};
 pub use store::generations::{IndexStatus, IndexTable, RebuildOutcome, TableIndexStatus};
 pub use store::pauses::{NoPersist, PauseOutcome, PersistenceStatus, ResumeOutcome};
 pub use store::queue::{DrainOutcome, QueueStatus};
+
+/// The engine: the handle the server holds. A facade of one-line methods, one per tool or
+/// operator command, each calling its feature with the [`Store`] and the configuration.
+/// `Send + Sync`; every method is blocking.
+pub struct Engine {
+    store: Store,
+    config: EngineConfig,
+}
+
+impl Engine {
+    /// Opens (creating and migrating when needed) the store at `config.db_path`.
+    ///
+    /// The store records the embedder's identity (model id, dimension) the first time it is
+    /// opened, and again while it holds no vector at all. An embedder whose identity differs
+    /// from a store that already holds vectors is not an error: the engine opens, writes land
+    /// unembedded and are queued until a matching embedder is back (vectors are never mixed).
+    pub fn open(config: EngineConfig, embedder: Arc<dyn Embedder>) -> Result<Engine> {
+        Ok(Engine {
+            store: Store::open(&config, embedder)?,
+            config,
+        })
+    }
+
+    /// The same engine scanning vectors with `kernels` (tests compare scalar and detected);
+    /// generations load again on next use.
+    pub fn with_kernels(self, kernels: Kernels) -> Engine {
+        Engine {
+            store: self.store.with_kernels(kernels),
+            config: self.config,
+        }
+    }
+
+    /// The configuration the engine was opened with.
+    pub fn config(&self) -> &EngineConfig {
+        &self.config
+    }
+
+    /// The store under the facade, for unit tests that drive a feature function directly.
+    #[cfg(test)]
+    pub(crate) fn store_handle(&self) -> &Store {
+        &self.store
+    }
+
+    // memories/mod.rs
+    /// `store`: writes one memory unless a duplicate is visible (same msg_id in the agent's
+    pub fn store(&self, req: &StoreRequest) -> Result<StoreOutcome> {
+        memories::store(&self.store, &self.config, req)
+    }
+
+    /// `update_memory`: replaces the text of an unlocked memory and re-embeds it (queued when
+    pub fn update_memory(&self, req: &UpdateMemoryRequest) -> Result<UpdateMemoryOutcome> {
+        memories::update_memory(&self.store, &self.config, req)
+    }
+
+    /// `delete_memory`: deletes an unlocked memory (its FTS postings, queue entry, nodes,
+    pub fn delete_memory(&self, req: &MemoryIdRequest) -> Result<DeleteMemoryOutcome> {
+        memories::delete_memory(&self.store, req)
+    }
+
+    /// `lock_memory`: protects a memory from update, delete and merge moves. Not a ranking
+    pub fn lock_memory(&self, req: &MemoryIdRequest) -> Result<LockMemoryOutcome> {
+        memories::lock_memory(&self.store, req)
+    }
+
+    /// `unlock_memory`: lifts the protection.
+    pub fn unlock_memory(&self, req: &MemoryIdRequest) -> Result<UnlockMemoryOutcome> {
+        memories::unlock_memory(&self.store, req)
+    }
+
+    // memories/list.rs
+    /// `list_memories`.
+    pub fn list_memories(&self, req: &ListMemoriesRequest) -> Result<ListMemoriesOutcome> {
+        memories::list::list_memories(&self.store, req)
+    }
+
+    // episodes.rs
+    /// `archive_episode`: stores the summary (required) and keywords, embeds the summary.
+    pub fn archive_episode(&self, req: &ArchiveEpisodeRequest) -> Result<ArchiveEpisodeOutcome> {
+        episodes::archive_episode(&self.store, &self.config, req)
+    }
+
+    /// `delete_episode`.
+    pub fn delete_episode(&self, req: &DeleteEpisodeRequest) -> Result<DeleteEpisodeOutcome> {
+        episodes::delete_episode(&self.store, req)
+    }
+
+    /// `list_episodes`: newest first (`created_at DESC, id DESC`), paged, with CPersona's
+    pub fn list_episodes(&self, req: &ListEpisodesRequest) -> Result<ListEpisodesOutcome> {
+        episodes::list_episodes(&self.store, req)
+    }
+
+    // profiles.rs
+    /// `get_profile`.
+    pub fn get_profile(&self, agent_id: &str) -> Result<GetProfileOutcome> {
+        profiles::get_profile(&self.store, agent_id)
+    }
+
+    /// `update_profile`: upsert on `(agent_id, user_id = '')`, capped at
+    pub fn update_profile(&self, req: &UpdateProfileRequest) -> Result<UpdateProfileOutcome> {
+        profiles::update_profile(&self.store, &self.config, req)
+    }
+
+    // agent.rs
+    /// `delete_agent_data`.
+    pub fn delete_agent_data(
+        &self,
+        agent_id: &str,
+        session_key: &str,
+    ) -> Result<DeleteAgentDataOutcome> {
+        agent::delete_agent_data(&self.store, agent_id, session_key)
+    }
+
+    // store/pauses.rs
+    /// `pause_persistence`: `ttl_seconds` `None` = 1800; clamped to 1..=86400.
+    pub fn pause_persistence(&self, ttl_seconds: Option<u64>, session_key: &str) -> PauseOutcome {
+        self.store.pause_persistence(ttl_seconds, session_key)
+    }
+
+    /// `resume_persistence`.
+    pub fn resume_persistence(&self, session_key: &str) -> ResumeOutcome {
+        self.store.resume_persistence(session_key)
+    }
+
+    /// `persistence_status`.
+    pub fn persistence_status(&self, session_key: &str) -> PersistenceStatus {
+        self.store.persistence_status(session_key)
+    }
+
+    // recall/mod.rs
+    /// `recall`: embeds the query, runs the vector and lexical arms in the caller's scope,
+    pub fn recall(&self, q: &RecallQuery) -> Result<RecallResult> {
+        recall::recall(&self.store, &self.config, q)
+    }
+
+    /// `get_contents`: full text (or a span) of each ref, read within the caller's scope; a
+    pub fn get_contents(
+        &self,
+        agent_id: &str,
+        project_id: Option<&str>,
+        channel: Option<&str>,
+        refs: &[serde_json::Value],
+    ) -> Result<ContentsResponse> {
+        recall::get_contents(&self.store, agent_id, project_id, channel, refs)
+    }
+
+    // recall/calibration.rs
+    /// Calibrates the gate for `agent_id` from its stored vectors (newest
+    pub fn calibrate_threshold(&self, agent_id: &str) -> Result<CalibrationOutcome> {
+        recall::calibration::calibrate_threshold(&self.store, &self.config, agent_id)
+    }
+
+    // recall/precision.rs
+    /// The agent's own β, if one is set.
+    pub fn recall_beta(&self, agent_id: &str) -> Result<Option<f64>> {
+        recall::precision::recall_beta(&self.store, agent_id)
+    }
+
+    /// The β calibration uses for `agent_id`: its own, else the configured global one.
+    pub fn effective_recall_beta(&self, agent_id: &str) -> Result<f64> {
+        recall::precision::effective_recall_beta(&self.store, &self.config, agent_id)
+    }
+
+    /// Sets (`Some`) or clears (`None`) the agent's β, then recalibrates the agent with it.
+    pub fn set_recall_precision(
+        &self,
+        agent_id: &str,
+        beta: Option<f64>,
+    ) -> Result<PrecisionOutcome> {
+        recall::precision::set_recall_precision(&self.store, &self.config, agent_id, beta)
+    }
+
+    // recall/arms/probe.rs
+    /// The vector arm alone (generation plus live tail, near and far lists) for `vector`, in
+    pub fn vector_arm(
+        &self,
+        agent_id: &str,
+        project_id: Option<&str>,
+        vector: &[f32],
+        depth: usize,
+    ) -> Result<Vec<ArmList>> {
+        recall::arms::probe::vector_arm(
+            &self.store,
+            &self.config,
+            agent_id,
+            project_id,
+            vector,
+            depth,
+        )
+    }
+
+    /// The lexical arms alone (FTS5 over episodes and memories, the keyword pass when the
+    pub fn lexical_arm(
+        &self,
+        agent_id: &str,
+        project_id: Option<&str>,
+        query: &str,
+        depth: usize,
+        cap: Option<usize>,
+    ) -> Result<LexicalArms> {
+        recall::arms::probe::lexical_arm(&self.store, agent_id, project_id, query, depth, cap)
+    }
+
+    /// The keyword (LIKE) pass alone, as the memories arm's fallback runs it; `None` when
+    pub fn keyword_arm(
+        &self,
+        agent_id: &str,
+        project_id: Option<&str>,
+        query: &str,
+        depth: usize,
+    ) -> Result<Option<ArmList>> {
+        recall::arms::probe::keyword_arm(&self.store, agent_id, project_id, query, depth)
+    }
+
+    // reconstruct/mod.rs
+    /// `reconstruct`: recall's candidates bundled into items with provenance, quoted
+    pub fn reconstruct(&self, req: &ReconstructRequest) -> Result<ReconstructResult> {
+        reconstruct::reconstruct(&self.store, &self.config, req)
+    }
+
+    // associations/mod.rs
+    /// `declare_associations`: declares entities (with aliases), mentions of them by
+    pub fn declare_associations(&self, req: &DeclareRequest) -> Result<DeclareOutcome> {
+        associations::declare_associations(&self.store, &self.config, req)
+    }
+
+    // associations/traverse.rs
+    /// `traverse`: resolves `entity` in the caller's scope, walks entity–entity relations
+    pub fn traverse(&self, req: &TraverseRequest) -> Result<TraverseOutcome> {
+        associations::traverse::traverse(&self.store, &self.config, req)
+    }
+
+    // portability/export.rs
+    /// `export_memories`.
+    pub fn export_memories(&self, req: &ExportRequest) -> Result<ExportOutcome> {
+        portability::export::export_memories(&self.store, &self.config, req)
+    }
+
+    // portability/import.rs
+    /// `import_memories`.
+    pub fn import_memories(&self, req: &ImportRequest) -> Result<ImportOutcome> {
+        portability::import::import_memories(&self.store, &self.config, req)
+    }
+
+    // portability/merge.rs
+    /// `merge_memories`.
+    pub fn merge_memories(&self, req: &MergeRequest) -> Result<MergeOutcome> {
+        portability::merge::merge_memories(&self.store, req)
+    }
+
+    // derived/mod.rs
+    /// Divides and embeds again up to `max_records` records whose node or block vectors are
+    pub fn fill_derived(&self, max_records: usize) -> Result<usize> {
+        derived::fill_derived(&self.store, max_records)
+    }
+
+    /// The stored blocks of record `r` (offsets and vectors), in index order; empty when it
+    pub fn stored_blocks(&self, r: Ref) -> Result<Vec<StoredBlock>> {
+        derived::stored_blocks(&self.store, r)
+    }
+
+    // store/queue.rs
+    /// `get_queue_status`.
+    pub fn get_queue_status(&self) -> Result<QueueStatus> {
+        self.store.get_queue_status()
+    }
+
+    /// Embeds up to `max_rows` queued rows, then owed node and block vectors; the server
+    /// calls it periodically.
+    pub fn drain_embedding_queue(&self, max_rows: usize) -> Result<DrainOutcome> {
+        derived::drain_embedding_queue(&self.store, max_rows, false)
+    }
+
+    /// Like [`Engine::drain_embedding_queue`], retrying rows inside their retry delay or out
+    /// of attempts (an operator's explicit "embed now").
+    pub fn drain_embedding_queue_now(&self, max_rows: usize) -> Result<DrainOutcome> {
+        derived::drain_embedding_queue(&self.store, max_rows, true)
+    }
+
+    // store/generations/mod.rs
+    /// The generation file of `table`: `<db_path>.<table>.gen`.
+    pub fn generation_path(&self, table: IndexTable) -> PathBuf {
+        self.store.generation_path(table)
+    }
+
+    /// Builds a generation of `table` from every row with a vector of the store's model,
+    pub fn rebuild_index(
+        &self,
+        table: IndexTable,
+        progress: &mut dyn FnMut(u64, u64),
+    ) -> Result<RebuildOutcome> {
+        self.store.rebuild_index(table, progress)
+    }
+
+    /// The index state of each table (generation, rows, live tail, age, file size).
+    pub fn index_status(&self) -> Result<IndexStatus> {
+        self.store.index_status()
+    }
+
+    // store/mod.rs
+    /// The highest change-log sequence number: "rows changed since seq S" reads `seq > S`.
+    pub fn change_log_head(&self) -> Result<i64> {
+        self.store.change_log_head()
+    }
+
+    // trace/taxonomy/mod.rs
+    /// What the store holds about `r` for a caller in (`agent_id`, `project_id`, `channel`).
+    pub fn row_facts(
+        &self,
+        agent_id: &str,
+        project_id: Option<&str>,
+        channel: Option<&str>,
+        r: Ref,
+    ) -> Result<RowFacts> {
+        trace::taxonomy::row_facts(&self.store, agent_id, project_id, channel, r)
+    }
+
+    // trace/taxonomy/loop_codes.rs
+    /// Re-runs the loop's envelope fetch for `period` in the trace's scope, scored against
+    pub fn refetch_envelope(&self, trace: &RecallTrace, period: Period) -> Result<EnvelopeFetch> {
+        trace::taxonomy::loop_codes::refetch_envelope(&self.store, &self.config, trace, period)
+    }
+}

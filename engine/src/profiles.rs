@@ -4,8 +4,9 @@
 use rusqlite::{OptionalExtension, params};
 use serde::Serialize;
 
+use crate::config::EngineConfig;
 use crate::error::{Error, Result};
-use crate::store::Engine;
+use crate::store::Store;
 use crate::store::pauses::NoPersist;
 use crate::text::{Refusal, check_agent, sanitise};
 use crate::time::now_ms;
@@ -46,69 +47,71 @@ pub struct UpdateProfileOutcome {
     pub no_persist: Option<NoPersist>,
 }
 
-impl Engine {
-    /// `get_profile`.
-    pub fn get_profile(&self, agent_id: &str) -> Result<GetProfileOutcome> {
-        check_agent(agent_id)?;
-        let profile: Option<String> = self.read(|conn| {
-            Ok(conn
-                .query_row(
-                    "SELECT content FROM profiles WHERE agent_id = ? AND user_id = ''",
-                    [agent_id],
-                    |row| row.get(0),
-                )
-                .optional()?)
-        })?;
-        Ok(GetProfileOutcome {
-            profile: profile.unwrap_or_default(),
-        })
-    }
+/// `get_profile`.
+pub(crate) fn get_profile(store: &Store, agent_id: &str) -> Result<GetProfileOutcome> {
+    check_agent(agent_id)?;
+    let profile: Option<String> = store.read(|conn| {
+        Ok(conn
+            .query_row(
+                "SELECT content FROM profiles WHERE agent_id = ? AND user_id = ''",
+                [agent_id],
+                |row| row.get(0),
+            )
+            .optional()?)
+    })?;
+    Ok(GetProfileOutcome {
+        profile: profile.unwrap_or_default(),
+    })
+}
 
-    /// `update_profile`: upsert on `(agent_id, user_id = '')`, capped at
-    /// [`crate::EngineConfig::max_profile_chars`].
-    pub fn update_profile(&self, req: &UpdateProfileRequest) -> Result<UpdateProfileOutcome> {
-        if let Some(no_persist) = self.no_persist("update_profile", &req.session_key) {
+/// `update_profile`: upsert on `(agent_id, user_id = '')`, capped at
+/// [`crate::EngineConfig::max_profile_chars`].
+pub(crate) fn update_profile(
+    store: &Store,
+    config: &EngineConfig,
+    req: &UpdateProfileRequest,
+) -> Result<UpdateProfileOutcome> {
+    if let Some(no_persist) = store.no_persist("update_profile", &req.session_key) {
+        return Ok(UpdateProfileOutcome {
+            ok: true,
+            profiles_updated: 0,
+            truncated: None,
+            reason: None,
+            no_persist: Some(no_persist),
+        });
+    }
+    check_agent(&req.agent_id)?;
+    let text = match sanitise(&req.profile, config.max_profile_chars) {
+        Ok(text) => text,
+        Err(Refusal::Nul) => return Err(Error::invalid("profile", "holds a NUL character")),
+        Err(refusal) => {
+            let reason = match refusal {
+                Refusal::Empty => "empty profile",
+                _ => "empty after sanitization",
+            };
             return Ok(UpdateProfileOutcome {
                 ok: true,
                 profiles_updated: 0,
                 truncated: None,
-                reason: None,
-                no_persist: Some(no_persist),
+                reason: Some(reason.to_owned()),
+                no_persist: None,
             });
         }
-        check_agent(&req.agent_id)?;
-        let text = match sanitise(&req.profile, self.config.max_profile_chars) {
-            Ok(text) => text,
-            Err(Refusal::Nul) => return Err(Error::invalid("profile", "holds a NUL character")),
-            Err(refusal) => {
-                let reason = match refusal {
-                    Refusal::Empty => "empty profile",
-                    _ => "empty after sanitization",
-                };
-                return Ok(UpdateProfileOutcome {
-                    ok: true,
-                    profiles_updated: 0,
-                    truncated: None,
-                    reason: Some(reason.to_owned()),
-                    no_persist: None,
-                });
-            }
-        };
-        self.write(|tx| {
-            tx.execute(
-                "INSERT INTO profiles(agent_id, user_id, content, updated_at_ms) VALUES (?, '', ?, ?) \
-                 ON CONFLICT(agent_id, user_id) DO UPDATE SET content = excluded.content, \
-                 updated_at_ms = excluded.updated_at_ms",
-                params![req.agent_id, text.text, now_ms()],
-            )?;
-            Ok(())
-        })?;
-        Ok(UpdateProfileOutcome {
-            ok: true,
-            profiles_updated: 1,
-            truncated: text.truncated.then_some(true),
-            reason: None,
-            no_persist: None,
-        })
-    }
+    };
+    store.write(|tx| {
+        tx.execute(
+            "INSERT INTO profiles(agent_id, user_id, content, updated_at_ms) VALUES (?, '', ?, ?) \
+             ON CONFLICT(agent_id, user_id) DO UPDATE SET content = excluded.content, \
+             updated_at_ms = excluded.updated_at_ms",
+            params![req.agent_id, text.text, now_ms()],
+        )?;
+        Ok(())
+    })?;
+    Ok(UpdateProfileOutcome {
+        ok: true,
+        profiles_updated: 1,
+        truncated: text.truncated.then_some(true),
+        reason: None,
+        no_persist: None,
+    })
 }

@@ -20,10 +20,11 @@ use rusqlite::{OptionalExtension, Transaction};
 use serde::Serialize;
 use unicode_normalization::UnicodeNormalization;
 
+use crate::config::EngineConfig;
 use crate::error::{Error, Result};
 use crate::recall::{Ref, RefKind};
 use crate::scope::Scope;
-use crate::store::Engine;
+use crate::store::Store;
 use crate::store::pauses::NoPersist;
 use crate::text::{check_agent, check_key};
 
@@ -228,139 +229,141 @@ pub(crate) fn resolve_entity(
     Ok(found)
 }
 
-impl Engine {
-    /// Refuses when the feature is off.
-    pub(crate) fn associations_on(&self) -> Result<()> {
-        if self.config.associations_enabled {
-            Ok(())
-        } else {
-            Err(Error::invalid("associations", DISABLED_MESSAGE))
+/// Refuses when the feature is off.
+pub(crate) fn associations_on(config: &EngineConfig) -> Result<()> {
+    if config.associations_enabled {
+        Ok(())
+    } else {
+        Err(Error::invalid("associations", DISABLED_MESSAGE))
+    }
+}
+
+/// `declare_associations`: declares entities (with aliases), mentions of them by
+/// `anchor_ref`, and relations, then applies `retract`, in one transaction. A bound
+/// broken or an `anchor_ref` outside the caller's scope refuses the whole call (nothing
+/// written); an item that cannot be applied is listed under `dropped`.
+pub(crate) fn declare_associations(
+    store: &Store,
+    config: &EngineConfig,
+    req: &DeclareRequest,
+) -> Result<DeclareOutcome> {
+    associations_on(config)?;
+    check_agent(&req.agent_id)?;
+    check_key("project_id", &req.project_id)?;
+    check_key("channel", &req.channel)?;
+    if req.entities.len() + req.relations.len() > MAX_ITEMS {
+        return Err(Error::invalid(
+            "associations",
+            format!("at most {MAX_ITEMS} entities and relations per call"),
+        ));
+    }
+    if req.retract_relations.len() + req.retract_mentions.len() > MAX_RETRACTIONS {
+        return Err(Error::invalid(
+            "retract",
+            format!("at most {MAX_RETRACTIONS} retractions per call"),
+        ));
+    }
+    for entity in &req.entities {
+        check_text("associations.entities.name", &entity.name)?;
+        if entity.aliases.len() > MAX_ALIASES {
+            return Err(Error::invalid(
+                "associations.entities.aliases",
+                format!("at most {MAX_ALIASES} aliases per entity"),
+            ));
+        }
+        for alias in &entity.aliases {
+            check_text("associations.entities.aliases", alias)?;
         }
     }
-
-    /// `declare_associations`: declares entities (with aliases), mentions of them by
-    /// `anchor_ref`, and relations, then applies `retract`, in one transaction. A bound
-    /// broken or an `anchor_ref` outside the caller's scope refuses the whole call (nothing
-    /// written); an item that cannot be applied is listed under `dropped`.
-    pub fn declare_associations(&self, req: &DeclareRequest) -> Result<DeclareOutcome> {
-        self.associations_on()?;
-        check_agent(&req.agent_id)?;
-        check_key("project_id", &req.project_id)?;
-        check_key("channel", &req.channel)?;
-        if req.entities.len() + req.relations.len() > MAX_ITEMS {
+    for rel in &req.relations {
+        check_text("associations.relations.subject", &rel.subject)?;
+        check_text("associations.relations.predicate", &rel.predicate)?;
+        check_text("associations.relations.object", &rel.object)?;
+    }
+    let anchor = if req.anchor_ref.is_empty() {
+        None
+    } else {
+        Some(
+            req.anchor_ref
+                .parse::<Ref>()
+                .map_err(|err| Error::invalid("anchor_ref", err.to_string()))?,
+        )
+    };
+    let mut retract_mentions = Vec::with_capacity(req.retract_mentions.len());
+    for (entity, text) in &req.retract_mentions {
+        let r = text
+            .parse::<Ref>()
+            .map_err(|err| Error::invalid("retract.mentions.ref", err.to_string()))?;
+        retract_mentions.push((*entity, r));
+    }
+    if let Some(no_persist) = store.no_persist("declare_associations", &req.session_key) {
+        return Ok(DeclareOutcome {
+            ok: true,
+            result: "skipped",
+            entities: Vec::new(),
+            mentions: 0,
+            relations: Vec::new(),
+            dropped: Vec::new(),
+            retracted: None,
+            no_persist: Some(no_persist),
+        });
+    }
+    let visible = Scope::write_visible(&req.agent_id, &req.project_id, &req.channel);
+    let now = chrono::Utc::now().timestamp_millis();
+    store.write(|tx| {
+        if let Some(anchor) = anchor
+            && !record_in_scope(tx, &visible, anchor)?
+        {
             return Err(Error::invalid(
-                "associations",
-                format!("at most {MAX_ITEMS} entities and relations per call"),
+                "anchor_ref",
+                format!("{anchor} is not a record of this agent in this scope"),
             ));
         }
-        if req.retract_relations.len() + req.retract_mentions.len() > MAX_RETRACTIONS {
-            return Err(Error::invalid(
-                "retract",
-                format!("at most {MAX_RETRACTIONS} retractions per call"),
-            ));
-        }
+        let mut w = Writer {
+            tx,
+            req,
+            visible: &visible,
+            now,
+            dropped: Vec::new(),
+        };
+        let mut entities = Vec::new();
+        let mut mentions = 0;
         for entity in &req.entities {
-            check_text("associations.entities.name", &entity.name)?;
-            if entity.aliases.len() > MAX_ALIASES {
-                return Err(Error::invalid(
-                    "associations.entities.aliases",
-                    format!("at most {MAX_ALIASES} aliases per entity"),
-                ));
+            let Some(declared) = w.entity(entity)? else {
+                continue;
+            };
+            if let Some(anchor) = anchor {
+                mentions += w.mention(declared.id, anchor)?;
             }
-            for alias in &entity.aliases {
-                check_text("associations.entities.aliases", alias)?;
-            }
+            entities.push(declared);
         }
+        let mut relations = Vec::new();
         for rel in &req.relations {
-            check_text("associations.relations.subject", &rel.subject)?;
-            check_text("associations.relations.predicate", &rel.predicate)?;
-            check_text("associations.relations.object", &rel.object)?;
+            if let Some(id) = w.relation(rel, anchor)? {
+                relations.push(id);
+            }
         }
-        let anchor = if req.anchor_ref.is_empty() {
+        let retracted = if req.retract_relations.is_empty() && retract_mentions.is_empty() {
             None
         } else {
-            Some(
-                req.anchor_ref
-                    .parse::<Ref>()
-                    .map_err(|err| Error::invalid("anchor_ref", err.to_string()))?,
-            )
+            Some(w.retract(&retract_mentions)?)
         };
-        let mut retract_mentions = Vec::with_capacity(req.retract_mentions.len());
-        for (entity, text) in &req.retract_mentions {
-            let r = text
-                .parse::<Ref>()
-                .map_err(|err| Error::invalid("retract.mentions.ref", err.to_string()))?;
-            retract_mentions.push((*entity, r));
-        }
-        if let Some(no_persist) = self.no_persist("declare_associations", &req.session_key) {
-            return Ok(DeclareOutcome {
-                ok: true,
-                result: "skipped",
-                entities: Vec::new(),
-                mentions: 0,
-                relations: Vec::new(),
-                dropped: Vec::new(),
-                retracted: None,
-                no_persist: Some(no_persist),
-            });
-        }
-        let visible = Scope::write_visible(&req.agent_id, &req.project_id, &req.channel);
-        let now = chrono::Utc::now().timestamp_millis();
-        self.write(|tx| {
-            if let Some(anchor) = anchor
-                && !record_in_scope(tx, &visible, anchor)?
-            {
-                return Err(Error::invalid(
-                    "anchor_ref",
-                    format!("{anchor} is not a record of this agent in this scope"),
-                ));
-            }
-            let mut w = Writer {
-                tx,
-                req,
-                visible: &visible,
-                now,
-                dropped: Vec::new(),
-            };
-            let mut entities = Vec::new();
-            let mut mentions = 0;
-            for entity in &req.entities {
-                let Some(declared) = w.entity(entity)? else {
-                    continue;
-                };
-                if let Some(anchor) = anchor {
-                    mentions += w.mention(declared.id, anchor)?;
-                }
-                entities.push(declared);
-            }
-            let mut relations = Vec::new();
-            for rel in &req.relations {
-                if let Some(id) = w.relation(rel, anchor)? {
-                    relations.push(id);
-                }
-            }
-            let retracted = if req.retract_relations.is_empty() && retract_mentions.is_empty() {
-                None
-            } else {
-                Some(w.retract(&retract_mentions)?)
-            };
-            let applied = !entities.is_empty()
-                || !relations.is_empty()
-                || retracted
-                    .as_ref()
-                    .is_some_and(|r| r.relations + r.mentions > 0);
-            Ok(DeclareOutcome {
-                ok: true,
-                result: if applied { "declared" } else { "skipped" },
-                entities,
-                mentions,
-                relations,
-                dropped: w.dropped,
-                retracted,
-                no_persist: None,
-            })
+        let applied = !entities.is_empty()
+            || !relations.is_empty()
+            || retracted
+                .as_ref()
+                .is_some_and(|r| r.relations + r.mentions > 0);
+        Ok(DeclareOutcome {
+            ok: true,
+            result: if applied { "declared" } else { "skipped" },
+            entities,
+            mentions,
+            relations,
+            dropped: w.dropped,
+            retracted,
+            no_persist: None,
         })
-    }
+    })
 }
 
 /// The write half of one declare call.

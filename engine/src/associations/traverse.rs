@@ -10,9 +10,10 @@ use rusqlite::types::Value;
 use serde::Serialize;
 
 use super::{Node, normalize, record_in_scope, resolve_entity};
+use crate::config::EngineConfig;
 use crate::error::{Error, Result};
 use crate::scope::Scope;
-use crate::store::Engine;
+use crate::store::Store;
 use crate::text::{check_agent, check_key};
 
 /// The most hops a walk may take (CPersona's `TRAVERSE_MAX_HOPS`).
@@ -204,162 +205,163 @@ fn iso(ms: i64) -> String {
         .unwrap_or_default()
 }
 
-impl Engine {
-    /// `traverse`: resolves `entity` in the caller's scope, walks entity–entity relations
-    /// breadth first up to `max_hops`, and lists up to `limit` entities with their aliases
-    /// and mentions plus the relations among them.
-    pub fn traverse(&self, req: &TraverseRequest) -> Result<TraverseOutcome> {
-        self.associations_on()?;
-        check_agent(&req.agent_id)?;
-        if let Some(project) = &req.project_id {
-            check_key("project_id", project)?;
-        }
-        if let Some(channel) = &req.channel {
-            check_key("channel", channel)?;
-        }
-        if req.max_hops > MAX_HOPS {
-            return Err(Error::invalid("max_hops", format!("at most {MAX_HOPS}")));
-        }
-        if req.limit == 0 || req.limit > MAX_LIMIT {
-            return Err(Error::invalid(
-                "limit",
-                format!("between 1 and {MAX_LIMIT}"),
-            ));
-        }
-        let scope = Scope::read(
-            Some(&req.agent_id),
-            req.project_id.as_deref(),
-            req.channel.as_deref(),
-        );
-        let mut outcome = TraverseOutcome {
-            entity: req.entity.clone(),
-            max_hops: req.max_hops,
-            limit: req.limit,
-            entities: Vec::new(),
-            relations: Vec::new(),
-            entities_omitted: None,
-            bounds: None,
-            reason: None,
+/// `traverse`: resolves `entity` in the caller's scope, walks entity–entity relations
+/// breadth first up to `max_hops`, and lists up to `limit` entities with their aliases
+/// and mentions plus the relations among them.
+pub(crate) fn traverse(
+    store: &Store,
+    config: &EngineConfig,
+    req: &TraverseRequest,
+) -> Result<TraverseOutcome> {
+    crate::associations::associations_on(config)?;
+    check_agent(&req.agent_id)?;
+    if let Some(project) = &req.project_id {
+        check_key("project_id", project)?;
+    }
+    if let Some(channel) = &req.channel {
+        check_key("channel", channel)?;
+    }
+    if req.max_hops > MAX_HOPS {
+        return Err(Error::invalid("max_hops", format!("at most {MAX_HOPS}")));
+    }
+    if req.limit == 0 || req.limit > MAX_LIMIT {
+        return Err(Error::invalid(
+            "limit",
+            format!("between 1 and {MAX_LIMIT}"),
+        ));
+    }
+    let scope = Scope::read(
+        Some(&req.agent_id),
+        req.project_id.as_deref(),
+        req.channel.as_deref(),
+    );
+    let mut outcome = TraverseOutcome {
+        entity: req.entity.clone(),
+        max_hops: req.max_hops,
+        limit: req.limit,
+        entities: Vec::new(),
+        relations: Vec::new(),
+        entities_omitted: None,
+        bounds: None,
+        reason: None,
+    };
+    store.read(|conn| {
+        let Some((start, start_name)) = resolve_entity(conn, &scope, &normalize(&req.entity))?
+        else {
+            outcome.reason = Some("no_such_entity");
+            return Ok(());
         };
-        self.read(|conn| {
-            let Some((start, start_name)) = resolve_entity(conn, &scope, &normalize(&req.entity))?
-            else {
-                outcome.reason = Some("no_such_entity");
-                return Ok(());
-            };
-            let mut omitted = Vec::new();
-            // (id, name, hops, newest relation reaching it)
-            let mut reached: Vec<(i64, String, usize, i64)> =
-                vec![(start, start_name, 0, i64::MAX)];
-            let mut seen: HashSet<i64> = HashSet::from([start]);
-            let mut relations: HashMap<i64, RelationRow> = HashMap::new();
-            let mut frontier = vec![start];
-            let mut hop = 0;
-            while !frontier.is_empty() {
-                let mut next = Vec::new();
-                for id in &frontier {
-                    for rel in relations_of(conn, &scope, *id)? {
-                        let other = if rel.subject == Node::Entity(*id) {
-                            rel.object
-                        } else {
-                            rel.subject
-                        };
-                        match other {
-                            Node::Record(r) => {
-                                if record_in_scope(conn, &scope, r)? {
-                                    relations.entry(rel.id).or_insert(rel);
-                                }
-                            }
-                            Node::Entity(other) if seen.contains(&other) => {
+        let mut omitted = Vec::new();
+        // (id, name, hops, newest relation reaching it)
+        let mut reached: Vec<(i64, String, usize, i64)> = vec![(start, start_name, 0, i64::MAX)];
+        let mut seen: HashSet<i64> = HashSet::from([start]);
+        let mut relations: HashMap<i64, RelationRow> = HashMap::new();
+        let mut frontier = vec![start];
+        let mut hop = 0;
+        while !frontier.is_empty() {
+            let mut next = Vec::new();
+            for id in &frontier {
+                for rel in relations_of(conn, &scope, *id)? {
+                    let other = if rel.subject == Node::Entity(*id) {
+                        rel.object
+                    } else {
+                        rel.subject
+                    };
+                    match other {
+                        Node::Record(r) => {
+                            if record_in_scope(conn, &scope, r)? {
                                 relations.entry(rel.id).or_insert(rel);
                             }
-                            Node::Entity(other) => {
-                                if hop >= req.max_hops {
-                                    if !omitted.contains(&"max_hops")
-                                        && entity_name(conn, &scope, other)?.is_some()
-                                    {
-                                        omitted.push("max_hops");
-                                    }
-                                    continue;
+                        }
+                        Node::Entity(other) if seen.contains(&other) => {
+                            relations.entry(rel.id).or_insert(rel);
+                        }
+                        Node::Entity(other) => {
+                            if hop >= req.max_hops {
+                                if !omitted.contains(&"max_hops")
+                                    && entity_name(conn, &scope, other)?.is_some()
+                                {
+                                    omitted.push("max_hops");
                                 }
-                                if seen.len() >= MAX_EXPANDED {
-                                    if !omitted.contains(&"max_expanded") {
-                                        omitted.push("max_expanded");
-                                    }
-                                    continue;
-                                }
-                                let Some(name) = entity_name(conn, &scope, other)? else {
-                                    continue;
-                                };
-                                seen.insert(other);
-                                reached.push((other, name, hop + 1, rel.declared_at_ms));
-                                relations.entry(rel.id).or_insert(rel);
-                                next.push(other);
+                                continue;
                             }
+                            if seen.len() >= MAX_EXPANDED {
+                                if !omitted.contains(&"max_expanded") {
+                                    omitted.push("max_expanded");
+                                }
+                                continue;
+                            }
+                            let Some(name) = entity_name(conn, &scope, other)? else {
+                                continue;
+                            };
+                            seen.insert(other);
+                            reached.push((other, name, hop + 1, rel.declared_at_ms));
+                            relations.entry(rel.id).or_insert(rel);
+                            next.push(other);
                         }
                     }
                 }
-                frontier = next;
-                hop += 1;
             }
-            reached.sort_by(|a, b| a.2.cmp(&b.2).then(b.3.cmp(&a.3)).then(a.0.cmp(&b.0)));
-            if reached.len() > req.limit {
-                outcome.entities_omitted = Some(reached.len() - req.limit);
-                omitted.push("limit");
-                reached.truncate(req.limit);
-            }
-            let listed: HashMap<i64, String> = reached
-                .iter()
-                .map(|(id, name, ..)| (*id, name.clone()))
-                .collect();
-            for (id, name, hops, _) in reached {
-                let aliases = conn
-                    .prepare_cached(
-                        "SELECT alias FROM entity_aliases WHERE entity_id = ? ORDER BY normalized",
-                    )?
-                    .query_map([id], |row| row.get::<_, String>(0))?
-                    .collect::<rusqlite::Result<Vec<_>>>()?;
-                let mut mentions = mentions_of(conn, &scope, id)?;
-                let extra = mentions.len().saturating_sub(MENTIONS_PER_ENTITY);
-                mentions.truncate(MENTIONS_PER_ENTITY);
-                outcome.entities.push(TraverseEntity {
-                    id,
-                    name,
-                    hops,
-                    aliases,
-                    mentions,
-                    mentions_omitted: (extra > 0).then_some(extra),
-                });
-            }
-            let label = |node: Node| match node {
-                Node::Entity(id) => listed.get(&id).cloned(),
-                Node::Record(r) => Some(r.to_string()),
-            };
-            let mut rows: Vec<RelationRow> = relations.into_values().collect();
-            rows.sort_by(|a, b| {
-                b.declared_at_ms
-                    .cmp(&a.declared_at_ms)
-                    .then(b.id.cmp(&a.id))
+            frontier = next;
+            hop += 1;
+        }
+        reached.sort_by(|a, b| a.2.cmp(&b.2).then(b.3.cmp(&a.3)).then(a.0.cmp(&b.0)));
+        if reached.len() > req.limit {
+            outcome.entities_omitted = Some(reached.len() - req.limit);
+            omitted.push("limit");
+            reached.truncate(req.limit);
+        }
+        let listed: HashMap<i64, String> = reached
+            .iter()
+            .map(|(id, name, ..)| (*id, name.clone()))
+            .collect();
+        for (id, name, hops, _) in reached {
+            let aliases = conn
+                .prepare_cached(
+                    "SELECT alias FROM entity_aliases WHERE entity_id = ? ORDER BY normalized",
+                )?
+                .query_map([id], |row| row.get::<_, String>(0))?
+                .collect::<rusqlite::Result<Vec<_>>>()?;
+            let mut mentions = mentions_of(conn, &scope, id)?;
+            let extra = mentions.len().saturating_sub(MENTIONS_PER_ENTITY);
+            mentions.truncate(MENTIONS_PER_ENTITY);
+            outcome.entities.push(TraverseEntity {
+                id,
+                name,
+                hops,
+                aliases,
+                mentions,
+                mentions_omitted: (extra > 0).then_some(extra),
             });
-            for rel in rows {
-                let (Some(subject), Some(object)) = (label(rel.subject), label(rel.object)) else {
-                    continue;
-                };
-                outcome.relations.push(TraverseRelation {
-                    id: rel.id,
-                    subject,
-                    predicate: rel.predicate,
-                    object,
-                    declared_by: rel.declared_by,
-                    declared_at: iso(rel.declared_at_ms),
-                    anchor_ref: (!rel.anchor_ref.is_empty()).then_some(rel.anchor_ref),
-                });
-            }
-            if !omitted.is_empty() {
-                outcome.bounds = Some(TraverseBounds { omitted });
-            }
-            Ok(())
-        })?;
-        Ok(outcome)
-    }
+        }
+        let label = |node: Node| match node {
+            Node::Entity(id) => listed.get(&id).cloned(),
+            Node::Record(r) => Some(r.to_string()),
+        };
+        let mut rows: Vec<RelationRow> = relations.into_values().collect();
+        rows.sort_by(|a, b| {
+            b.declared_at_ms
+                .cmp(&a.declared_at_ms)
+                .then(b.id.cmp(&a.id))
+        });
+        for rel in rows {
+            let (Some(subject), Some(object)) = (label(rel.subject), label(rel.object)) else {
+                continue;
+            };
+            outcome.relations.push(TraverseRelation {
+                id: rel.id,
+                subject,
+                predicate: rel.predicate,
+                object,
+                declared_by: rel.declared_by,
+                declared_at: iso(rel.declared_at_ms),
+                anchor_ref: (!rel.anchor_ref.is_empty()).then_some(rel.anchor_ref),
+            });
+        }
+        if !omitted.is_empty() {
+            outcome.bounds = Some(TraverseBounds { omitted });
+        }
+        Ok(())
+    })?;
+    Ok(outcome)
 }

@@ -27,7 +27,7 @@ use crate::derived::nodes::{NodeSpan, divide};
 use crate::error::Result;
 use crate::recall::stages::contents::StoredContent;
 use crate::recall::{Ref, RefKind};
-use crate::store::Engine;
+use crate::store::Store;
 use crate::vector::decode;
 
 /// What a write did to the record's derived sets (flattened into store and update
@@ -186,136 +186,148 @@ fn cut(chars: &[char], start: usize, end: usize) -> String {
     chars[start..end].iter().collect()
 }
 
-impl Engine {
-    /// Divides record `r` into nodes and blocks, embeds them (batched) and replaces its
-    /// derived rows, only if its text is unchanged meanwhile. When the embedder cannot serve,
-    /// the offsets land with NULL vectors and `derived_queued` says why.
-    pub(crate) fn refresh_derived(&self, r: Ref) -> Result<DerivedReport> {
-        let Some((text, axes)) = self.read(|conn| read_parent(conn, r))? else {
-            return Ok(DerivedReport::default());
-        };
-        let mut queued = None;
-        let window = self.embedder.identity().window_tokens;
-        let nodes = match divide(&text, |t| match self.embedder.count_tokens(&[t]) {
-            Ok(Some(mut infos)) if infos.len() == 1 => Ok(infos.remove(0)),
-            Ok(_) => Err(None),
-            Err(err) => Err(Some(err.to_string())),
-        }) {
-            Ok(nodes) => nodes,
-            Err(reason) => {
-                // No token report: no nodes (CPersona builds them only where it can count).
-                queued = reason.map(|r| format!("token count failed: {r}"));
-                Vec::new()
-            }
-        };
-        let node_ends: Vec<usize> = nodes.iter().map(|n| n.end).collect();
-        let blocks = segment(&text, &node_ends);
-        let n_blocks = if blocks.len() > 1 { blocks.len() } else { 0 };
-        if nodes.is_empty() && n_blocks == 0 {
-            // Nothing derived; clear whatever an older text left (the update trigger
-            // already does, this covers a refresh after import).
-            self.write(|tx| {
-                if unchanged(tx, r, &text)? {
-                    replace(tx, r, &axes, &[], &[], None)?;
-                }
-                Ok(())
-            })?;
-            return Ok(DerivedReport {
-                derived_queued: queued,
-                ..Default::default()
-            });
+/// Divides record `r` into nodes and blocks, embeds them (batched) and replaces its
+/// derived rows, only if its text is unchanged meanwhile. When the embedder cannot serve,
+/// the offsets land with NULL vectors and `derived_queued` says why.
+pub(crate) fn refresh_derived(store: &Store, r: Ref) -> Result<DerivedReport> {
+    let Some((text, axes)) = store.read(|conn| read_parent(conn, r))? else {
+        return Ok(DerivedReport::default());
+    };
+    let mut queued = None;
+    let window = store.embedder.identity().window_tokens;
+    let nodes = match divide(&text, |t| match store.embedder.count_tokens(&[t]) {
+        Ok(Some(mut infos)) if infos.len() == 1 => Ok(infos.remove(0)),
+        Ok(_) => Err(None),
+        Err(err) => Err(Some(err.to_string())),
+    }) {
+        Ok(nodes) => nodes,
+        Err(reason) => {
+            // No token report: no nodes (CPersona builds them only where it can count).
+            queued = reason.map(|r| format!("token count failed: {r}"));
+            Vec::new()
         }
-        let chars: Vec<char> = text.chars().collect();
-        let mut texts: Vec<String> = nodes.iter().map(|n| cut(&chars, n.start, n.end)).collect();
-        if n_blocks > 0 {
-            texts.extend(blocks.iter().map(|b| cut(&chars, b.start, b.end)));
-        }
-        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-        let made = match self.embed_for_store(&refs) {
-            Ok(blobs) => self.made(&blobs, nodes.len()),
-            Err(reason) => Err(reason),
-        };
-        let made = match made {
-            Ok(made) => Some(made),
-            Err(reason) => {
-                queued = Some(reason);
-                None
-            }
-        };
-        let windowed: Vec<(NodeSpan, usize)> = nodes.iter().map(|&n| (n, window)).collect();
-        self.write(|tx| {
+    };
+    let node_ends: Vec<usize> = nodes.iter().map(|n| n.end).collect();
+    let blocks = segment(&text, &node_ends);
+    let n_blocks = if blocks.len() > 1 { blocks.len() } else { 0 };
+    if nodes.is_empty() && n_blocks == 0 {
+        // Nothing derived; clear whatever an older text left (the update trigger
+        // already does, this covers a refresh after import).
+        store.write(|tx| {
             if unchanged(tx, r, &text)? {
-                replace(tx, r, &axes, &windowed, &blocks, made.as_ref())?;
+                replace(tx, r, &axes, &[], &[], None)?;
             }
             Ok(())
         })?;
-        Ok(DerivedReport {
-            nodes: nodes.len(),
-            blocks: n_blocks,
+        return Ok(DerivedReport {
             derived_queued: queued,
-        })
-    }
-
-    /// [`Engine::refresh_derived`] after a committed write: a failure leaves the record
-    /// without derived rows (recall still serves it; quotes fall back to read-time division)
-    /// and is reported, never turned into a failed write.
-    pub(crate) fn derived_after_write(&self, r: Ref) -> DerivedReport {
-        self.refresh_derived(r).unwrap_or_else(|err| DerivedReport {
-            derived_queued: Some(format!("derived sets not written: {err}")),
             ..Default::default()
-        })
+        });
     }
-
-    /// Turns stored-format blobs into node blobs and block quantisations.
-    fn made(&self, blobs: &[Vec<u8>], n_nodes: usize) -> std::result::Result<Made, String> {
-        let format = self.config.embedding_format;
-        let mut blocks = Vec::with_capacity(blobs.len().saturating_sub(n_nodes));
-        for blob in &blobs[n_nodes..] {
-            let v = decode(blob, format).ok_or("block vector could not be decoded")?;
-            let codes = int8_codes(&v).ok_or("block vector is zero")?;
-            blocks.push((sign_bits(&v), codes));
+    let chars: Vec<char> = text.chars().collect();
+    let mut texts: Vec<String> = nodes.iter().map(|n| cut(&chars, n.start, n.end)).collect();
+    if n_blocks > 0 {
+        texts.extend(blocks.iter().map(|b| cut(&chars, b.start, b.end)));
+    }
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let made = match store.embed_for_store(&refs) {
+        Ok(blobs) => made(store, &blobs, nodes.len()),
+        Err(reason) => Err(reason),
+    };
+    let made = match made {
+        Ok(made) => Some(made),
+        Err(reason) => {
+            queued = Some(reason);
+            None
         }
-        Ok(Made {
-            model: self.vector_target().model_id,
-            nodes: blobs[..n_nodes].to_vec(),
-            blocks,
-        })
-    }
-
-    /// Divides and embeds again up to `max_records` records whose node or block vectors are
-    /// owed (rows with NULL vectors), oldest parent first; stops at the first record the
-    /// embedder cannot serve. Returns how many records got their vectors.
-    pub fn fill_derived(&self, max_records: usize) -> Result<usize> {
-        let owed: Vec<(String, i64)> = self.read(|conn| {
-            let mut stmt = conn.prepare(
-                "SELECT parent_kind, parent_id FROM record_blocks WHERE embedding_i8 IS NULL \
-                 UNION SELECT parent_kind, parent_id FROM record_nodes WHERE embedding IS NULL \
-                 ORDER BY 1, 2 LIMIT ?",
-            )?;
-            let rows =
-                stmt.query_map([max_records as i64], |row| Ok((row.get(0)?, row.get(1)?)))?;
-            Ok(rows.collect::<rusqlite::Result<_>>()?)
-        })?;
-        let mut filled = 0;
-        for (kind, id) in owed {
-            let r = if kind == "ep" {
-                Ref::ep(id)
-            } else {
-                Ref::mem(id)
-            };
-            if self.refresh_derived(r)?.derived_queued.is_some() {
-                break;
-            }
-            filled += 1;
+    };
+    let windowed: Vec<(NodeSpan, usize)> = nodes.iter().map(|&n| (n, window)).collect();
+    store.write(|tx| {
+        if unchanged(tx, r, &text)? {
+            replace(tx, r, &axes, &windowed, &blocks, made.as_ref())?;
         }
-        Ok(filled)
-    }
+        Ok(())
+    })?;
+    Ok(DerivedReport {
+        nodes: nodes.len(),
+        blocks: n_blocks,
+        derived_queued: queued,
+    })
+}
 
-    /// The stored blocks of record `r` (offsets and vectors), in index order; empty when it
-    /// has none. Callers must have checked the record is the caller's.
-    pub fn stored_blocks(&self, r: Ref) -> Result<Vec<StoredBlock>> {
-        self.read(|conn| read_blocks(conn, r))
+/// [`Engine::refresh_derived`] after a committed write: a failure leaves the record
+/// without derived rows (recall still serves it; quotes fall back to read-time division)
+/// and is reported, never turned into a failed write.
+pub(crate) fn derived_after_write(store: &Store, r: Ref) -> DerivedReport {
+    refresh_derived(store, r).unwrap_or_else(|err| DerivedReport {
+        derived_queued: Some(format!("derived sets not written: {err}")),
+        ..Default::default()
+    })
+}
+
+/// Turns stored-format blobs into node blobs and block quantisations.
+fn made(store: &Store, blobs: &[Vec<u8>], n_nodes: usize) -> std::result::Result<Made, String> {
+    let format = store.settings.embedding_format;
+    let mut blocks = Vec::with_capacity(blobs.len().saturating_sub(n_nodes));
+    for blob in &blobs[n_nodes..] {
+        let v = decode(blob, format).ok_or("block vector could not be decoded")?;
+        let codes = int8_codes(&v).ok_or("block vector is zero")?;
+        blocks.push((sign_bits(&v), codes));
     }
+    Ok(Made {
+        model: store.vector_target().model_id,
+        nodes: blobs[..n_nodes].to_vec(),
+        blocks,
+    })
+}
+
+/// Embeds up to `max_rows` queued rows (the store's embedding queue), then, when the
+/// embedder answered, the records whose node or block vectors are owed (`fill_derived`).
+/// `force` also retries rows inside their retry delay or out of attempts.
+pub(crate) fn drain_embedding_queue(
+    store: &Store,
+    max_rows: usize,
+    force: bool,
+) -> Result<crate::store::queue::DrainOutcome> {
+    let mut outcome = store.drain_queue(max_rows, force)?;
+    if outcome.last_error.is_none() {
+        outcome.derived_filled = fill_derived(store, max_rows)?;
+    }
+    Ok(outcome)
+}
+
+/// Divides and embeds again up to `max_records` records whose node or block vectors are
+/// owed (rows with NULL vectors), oldest parent first; stops at the first record the
+/// embedder cannot serve. Returns how many records got their vectors.
+pub(crate) fn fill_derived(store: &Store, max_records: usize) -> Result<usize> {
+    let owed: Vec<(String, i64)> = store.read(|conn| {
+        let mut stmt = conn.prepare(
+            "SELECT parent_kind, parent_id FROM record_blocks WHERE embedding_i8 IS NULL \
+             UNION SELECT parent_kind, parent_id FROM record_nodes WHERE embedding IS NULL \
+             ORDER BY 1, 2 LIMIT ?",
+        )?;
+        let rows = stmt.query_map([max_records as i64], |row| Ok((row.get(0)?, row.get(1)?)))?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    })?;
+    let mut filled = 0;
+    for (kind, id) in owed {
+        let r = if kind == "ep" {
+            Ref::ep(id)
+        } else {
+            Ref::mem(id)
+        };
+        if refresh_derived(store, r)?.derived_queued.is_some() {
+            break;
+        }
+        filled += 1;
+    }
+    Ok(filled)
+}
+
+/// The stored blocks of record `r` (offsets and vectors), in index order; empty when it
+/// has none. Callers must have checked the record is the caller's.
+pub(crate) fn stored_blocks(store: &Store, r: Ref) -> Result<Vec<StoredBlock>> {
+    store.read(|conn| read_blocks(conn, r))
 }
 
 fn unchanged(tx: &Transaction<'_>, r: Ref, text: &str) -> Result<bool> {
@@ -400,35 +412,33 @@ fn shown_prefix(kind: RefKind) -> usize {
     }
 }
 
-impl Engine {
-    /// Replaces the text-heuristic excerpt of each preview-cut recall row by one picked from
-    /// the record's stored blocks against `query` (the query vector), where the record has a
-    /// rankable block set; other rows keep theirs. Reads each row within `scope` again.
-    pub(crate) fn block_excerpts(
-        &self,
-        scope: &crate::scope::Scope,
-        messages: &mut [crate::recall::stages::shape::RecallMessage],
-        query: &[f32],
-        cap: usize,
-    ) -> Result<()> {
-        use crate::recall::stages::excerpt::block_excerpt;
-        self.read(|conn| {
-            for message in messages.iter_mut().filter(|m| m.excerpt.is_some()) {
-                let r = message.r#ref;
-                let Some(stored) = crate::recall::read_scoped(conn, scope, r)? else {
-                    continue;
-                };
-                let Some(choice) = block_choice(conn, r, &stored.text, query)? else {
-                    continue;
-                };
-                let shown = crate::trace::hydrated(r, stored).content;
-                let choice = choice.shifted(shown_prefix(r.kind));
-                if let Some(found) = block_excerpt(&shown, &choice, cap) {
-                    message.excerpt_basis = Some(found.basis);
-                    message.excerpt = Some(found.text);
-                }
+/// Replaces the text-heuristic excerpt of each preview-cut recall row by one picked from
+/// the record's stored blocks against `query` (the query vector), where the record has a
+/// rankable block set; other rows keep theirs. Reads each row within `scope` again.
+pub(crate) fn block_excerpts(
+    store: &Store,
+    scope: &crate::scope::Scope,
+    messages: &mut [crate::recall::stages::shape::RecallMessage],
+    query: &[f32],
+    cap: usize,
+) -> Result<()> {
+    use crate::recall::stages::excerpt::block_excerpt;
+    store.read(|conn| {
+        for message in messages.iter_mut().filter(|m| m.excerpt.is_some()) {
+            let r = message.r#ref;
+            let Some(stored) = crate::recall::read_scoped(conn, scope, r)? else {
+                continue;
+            };
+            let Some(choice) = block_choice(conn, r, &stored.text, query)? else {
+                continue;
+            };
+            let shown = crate::trace::hydrated(r, stored).content;
+            let choice = choice.shifted(shown_prefix(r.kind));
+            if let Some(found) = block_excerpt(&shown, &choice, cap) {
+                message.excerpt_basis = Some(found.basis);
+                message.excerpt = Some(found.text);
             }
-            Ok(())
-        })
-    }
+        }
+        Ok(())
+    })
 }

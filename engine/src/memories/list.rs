@@ -7,7 +7,7 @@ use serde_json::Value;
 use crate::episodes::{PREVIEW_CHARS, cut};
 use crate::error::Result;
 use crate::scope::Scope;
-use crate::store::Engine;
+use crate::store::Store;
 use crate::time::format_ms;
 
 /// `list_memories`' row cap (CPersona: limit clamped to 0..=500).
@@ -86,62 +86,63 @@ pub struct ListMemoriesOutcome {
     pub next_offset: Option<usize>,
 }
 
-impl Engine {
-    /// `list_memories`.
-    pub fn list_memories(&self, req: &ListMemoriesRequest) -> Result<ListMemoriesOutcome> {
-        let limit = req.limit.min(LIST_MEMORIES_MAX_LIMIT);
-        let agent = (!req.agent_id.is_empty()).then_some(req.agent_id.as_str());
-        let scope = Scope::read(agent, req.project_id.as_deref(), None);
-        let (pred, mut values) = scope.predicate("");
-        values.push(rusqlite::types::Value::Integer(limit as i64 + 1));
-        values.push(rusqlite::types::Value::Integer(req.offset as i64));
-        let sql = format!(
-            "SELECT id, agent_id, project_id, content, source, timestamp, created_at_ms, locked, \
-             channel FROM memories WHERE {pred} ORDER BY created_at_ms DESC, id DESC LIMIT ? OFFSET ?"
-        );
-        let mut rows: Vec<MemoryItem> = self.read(|conn| {
-            let mut stmt = conn.prepare(&sql)?;
-            let rows = stmt.query_map(rusqlite::params_from_iter(values), |row| {
-                let source: String = row.get(4)?;
-                Ok(MemoryItem {
-                    id: row.get(0)?,
-                    agent_id: row.get(1)?,
-                    project_id: row.get(2)?,
-                    content: row.get(3)?,
-                    source: serde_json::from_str(&source).unwrap_or(Value::String(source)),
-                    timestamp: row.get(5)?,
-                    created_at: format_ms(row.get(6)?),
-                    locked: row.get(7)?,
-                    channel: row.get(8)?,
-                    content_truncated: None,
-                    content_len: None,
-                    reference: None,
-                })
-            })?;
-            Ok(rows.collect::<rusqlite::Result<_>>()?)
+/// `list_memories`.
+pub(crate) fn list_memories(
+    store: &Store,
+    req: &ListMemoriesRequest,
+) -> Result<ListMemoriesOutcome> {
+    let limit = req.limit.min(LIST_MEMORIES_MAX_LIMIT);
+    let agent = (!req.agent_id.is_empty()).then_some(req.agent_id.as_str());
+    let scope = Scope::read(agent, req.project_id.as_deref(), None);
+    let (pred, mut values) = scope.predicate("");
+    values.push(rusqlite::types::Value::Integer(limit as i64 + 1));
+    values.push(rusqlite::types::Value::Integer(req.offset as i64));
+    let sql = format!(
+        "SELECT id, agent_id, project_id, content, source, timestamp, created_at_ms, locked, \
+         channel FROM memories WHERE {pred} ORDER BY created_at_ms DESC, id DESC LIMIT ? OFFSET ?"
+    );
+    let mut rows: Vec<MemoryItem> = store.read(|conn| {
+        let mut stmt = conn.prepare(&sql)?;
+        let rows = stmt.query_map(rusqlite::params_from_iter(values), |row| {
+            let source: String = row.get(4)?;
+            Ok(MemoryItem {
+                id: row.get(0)?,
+                agent_id: row.get(1)?,
+                project_id: row.get(2)?,
+                content: row.get(3)?,
+                source: serde_json::from_str(&source).unwrap_or(Value::String(source)),
+                timestamp: row.get(5)?,
+                created_at: format_ms(row.get(6)?),
+                locked: row.get(7)?,
+                channel: row.get(8)?,
+                content_truncated: None,
+                content_len: None,
+                reference: None,
+            })
         })?;
-        let next_offset = (rows.len() > limit).then_some(req.offset + limit);
-        rows.truncate(limit);
-        let mut used = 0usize;
-        let mut degraded = false;
-        for item in &mut rows {
-            let n_chars = item.content.chars().count();
-            if used + n_chars > LIST_MEMORIES_MAX_CHARS
-                && let Some(prefix) = cut(&item.content, PREVIEW_CHARS)
-            {
-                item.content = prefix;
-                item.content_truncated = Some(true);
-                item.content_len = Some(n_chars);
-                item.reference = Some(format!("mem:{}", item.id));
-                degraded = true;
-            }
-            used += item.content.chars().count();
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    })?;
+    let next_offset = (rows.len() > limit).then_some(req.offset + limit);
+    rows.truncate(limit);
+    let mut used = 0usize;
+    let mut degraded = false;
+    for item in &mut rows {
+        let n_chars = item.content.chars().count();
+        if used + n_chars > LIST_MEMORIES_MAX_CHARS
+            && let Some(prefix) = cut(&item.content, PREVIEW_CHARS)
+        {
+            item.content = prefix;
+            item.content_truncated = Some(true);
+            item.content_len = Some(n_chars);
+            item.reference = Some(format!("mem:{}", item.id));
+            degraded = true;
         }
-        Ok(ListMemoriesOutcome {
-            count: rows.len(),
-            memories: rows,
-            budget_chars: degraded.then_some(LIST_MEMORIES_MAX_CHARS),
-            next_offset,
-        })
+        used += item.content.chars().count();
     }
+    Ok(ListMemoriesOutcome {
+        count: rows.len(),
+        memories: rows,
+        budget_chars: degraded.then_some(LIST_MEMORIES_MAX_CHARS),
+        next_offset,
+    })
 }

@@ -9,9 +9,10 @@ use rusqlite::{OptionalExtension, params};
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::config::EngineConfig;
 use crate::error::{Error, Result};
 use crate::scope::Scope;
-use crate::store::Engine;
+use crate::store::Store;
 use crate::store::pauses::NoPersist;
 use crate::text::{check_agent, check_key, sanitise};
 use crate::time::{format_ms_python, now_ms, parse_iso8601_ms};
@@ -206,43 +207,47 @@ struct ValidStore {
     ahead: Option<TimestampAhead>,
 }
 
-impl Engine {
-    /// `store`: writes one memory unless a duplicate is visible (same msg_id in the agent's
-    /// project or the global pool; or identical content there, in the same channel or a
-    /// channel-less row). Skips, never upserts. Bad input answers `rejected` and writes
-    /// nothing; only internal failures are `Err`.
-    pub fn store(&self, req: &StoreRequest) -> Result<StoreOutcome> {
-        if let Some(no_persist) = self.no_persist("store", &req.session_key) {
-            return Ok(StoreOutcome {
-                ok: true,
-                result: StoreResult::Skipped,
-                id: Some(StoreId::Marker("no-persist")),
-                embedded: Some(false),
-                reason: Some(no_persist.reason),
-                truncated: None,
-                locked: None,
-                timestamp_ahead_of_clock: None,
-                persisted: Some(false),
-                dry_run: Some(true),
-                derived: Default::default(),
-            });
-        }
-        let valid = match self.validate_store(req) {
-            Ok(valid) => valid,
-            Err(err) if err.is_user_error() => return Ok(rejected(err.to_string())),
-            Err(err) => return Err(err),
-        };
-        let scope = Scope::write_visible(&req.agent_id, &req.project_id, &req.channel);
-        if let Some(outcome) =
-            self.read(|conn| probe_duplicate(conn, &scope, &req.msg_id, &valid.content))?
-        {
-            return Ok(outcome);
-        }
-        // Embed before taking the writer lock (no model call inside a transaction).
-        let embedding = self.embed_for_store(&[valid.content.as_str()]);
-        let target = self.vector_target();
-        let format = self.config.embedding_format;
-        let mut outcome = self.write(|tx| {
+/// `store`: writes one memory unless a duplicate is visible (same msg_id in the agent's
+/// project or the global pool; or identical content there, in the same channel or a
+/// channel-less row). Skips, never upserts. Bad input answers `rejected` and writes
+/// nothing; only internal failures are `Err`.
+pub(crate) fn store(
+    store: &Store,
+    config: &EngineConfig,
+    req: &StoreRequest,
+) -> Result<StoreOutcome> {
+    if let Some(no_persist) = store.no_persist("store", &req.session_key) {
+        return Ok(StoreOutcome {
+            ok: true,
+            result: StoreResult::Skipped,
+            id: Some(StoreId::Marker("no-persist")),
+            embedded: Some(false),
+            reason: Some(no_persist.reason),
+            truncated: None,
+            locked: None,
+            timestamp_ahead_of_clock: None,
+            persisted: Some(false),
+            dry_run: Some(true),
+            derived: Default::default(),
+        });
+    }
+    let valid = match validate_store(config, req) {
+        Ok(valid) => valid,
+        Err(err) if err.is_user_error() => return Ok(rejected(err.to_string())),
+        Err(err) => return Err(err),
+    };
+    let scope = Scope::write_visible(&req.agent_id, &req.project_id, &req.channel);
+    if let Some(outcome) =
+        store.read(|conn| probe_duplicate(conn, &scope, &req.msg_id, &valid.content))?
+    {
+        return Ok(outcome);
+    }
+    // Embed before taking the writer lock (no model call inside a transaction).
+    let embedding = store.embed_for_store(&[valid.content.as_str()]);
+    let target = store.vector_target();
+    let format = store.settings.embedding_format;
+    let mut outcome =
+        store.write(|tx| {
             if let Some(outcome) = probe_duplicate(tx, &scope, &req.msg_id, &valid.content)? {
                 return Ok(outcome);
             }
@@ -256,16 +261,16 @@ impl Engine {
                 Err(_) => (None, "", 0, ""),
             };
             let n_inserted = tx.prepare_cached(
-                "INSERT OR IGNORE INTO memories(agent_id, project_id, channel, msg_id, content, \
-                 source, metadata, timestamp, timestamp_ms, created_at_ms, locked, embedding, \
-                 embedding_model, embedding_dim, embedding_format) \
-                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            )?
-            .execute(params![
-                req.agent_id, req.project_id, req.channel, req.msg_id, valid.content,
-                valid.source, valid.metadata, valid.timestamp, valid.timestamp_ms, now_ms(),
-                req.lock, blob, model, dim as i64, format_tag,
-            ])?;
+            "INSERT OR IGNORE INTO memories(agent_id, project_id, channel, msg_id, content, \
+             source, metadata, timestamp, timestamp_ms, created_at_ms, locked, embedding, \
+             embedding_model, embedding_dim, embedding_format) \
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        )?
+        .execute(params![
+            req.agent_id, req.project_id, req.channel, req.msg_id, valid.content,
+            valid.source, valid.metadata, valid.timestamp, valid.timestamp_ms, now_ms(),
+            req.lock, blob, model, dim as i64, format_tag,
+        ])?;
             if n_inserted == 0 {
                 return Ok(skipped("duplicate (unique index)", None));
             }
@@ -288,212 +293,216 @@ impl Engine {
                 derived: Default::default(),
             })
         })?;
-        if let (StoreResult::Stored, Some(StoreId::Row(id))) = (outcome.result, &outcome.id) {
-            outcome.derived = self.derived_after_write(crate::recall::Ref::mem(*id));
-        }
-        Ok(outcome)
+    if let (StoreResult::Stored, Some(StoreId::Row(id))) = (outcome.result, &outcome.id) {
+        outcome.derived = crate::derived::derived_after_write(store, crate::recall::Ref::mem(*id));
     }
+    Ok(outcome)
+}
 
-    /// `update_memory`: replaces the text of an unlocked memory and re-embeds it (queued when
-    /// the embedder fails). Refuses text another memory of the same bucket already holds.
-    pub fn update_memory(&self, req: &UpdateMemoryRequest) -> Result<UpdateMemoryOutcome> {
-        if let Some(no_persist) = self.no_persist("update_memory", &req.session_key) {
-            return Ok(UpdateMemoryOutcome {
-                ok: true,
-                updated_id: None,
-                embedded: false,
-                truncated: None,
-                no_persist: Some(no_persist),
-                derived: Default::default(),
-            });
-        }
-        let valid = sanitise(&req.content, self.config.max_content_chars)
-            .map_err(|refusal| Error::invalid("content", refusal.reason()))?;
-        self.read(|conn| check_memory(conn, req.memory_id, &req.agent_id, Some("edited")))?;
-        let embedding = self.embed_for_store(&[valid.text.as_str()]);
-        let target = self.vector_target();
-        let format = self.config.embedding_format;
-        let mut outcome = self.write(|tx| {
-            let owner = check_memory(tx, req.memory_id, &req.agent_id, Some("edited"))?;
-            let twin: Option<i64> = tx
-                .query_row(
-                    "SELECT m.id FROM memories m JOIN memories o ON o.id = ?1 \
-                     WHERE m.agent_id = o.agent_id AND m.project_id = o.project_id \
-                     AND m.channel = o.channel AND m.content = ?2 AND m.id != ?1",
-                    params![req.memory_id, valid.text],
-                    |row| row.get(0),
-                )
-                .optional()?;
-            if let Some(twin) = twin {
-                return Err(Error::invalid(
-                    "content",
-                    format!("memory {twin} already holds this content in the same scope"),
-                ));
-            }
-            let (blob, model, dim, format_tag) = match &embedding {
-                Ok(blobs) => (
-                    blobs.first().cloned(),
-                    target.model_id.as_str(),
-                    target.dim,
-                    format.tag(),
-                ),
-                Err(_) => (None, "", 0, ""),
-            };
-            tx.execute(
-                "UPDATE memories SET content = ?, embedding = ?, embedding_model = ?, \
-                 embedding_dim = ?, embedding_format = ? WHERE id = ? AND locked = 0",
-                params![
-                    valid.text,
-                    blob,
-                    model,
-                    dim as i64,
-                    format_tag,
-                    req.memory_id
-                ],
-            )?;
-            match &embedding {
-                Ok(_) => crate::store::queue::dequeue(tx, "memories", req.memory_id)?,
-                Err(reason) => {
-                    crate::store::queue::enqueue(tx, "memories", req.memory_id, &owner, reason)?
-                }
-            }
-            Ok(UpdateMemoryOutcome {
-                ok: true,
-                updated_id: Some(req.memory_id),
-                embedded: embedding.is_ok(),
-                truncated: valid.truncated.then_some(true),
-                no_persist: None,
-                derived: Default::default(),
-            })
-        })?;
-        outcome.derived = self.derived_after_write(crate::recall::Ref::mem(req.memory_id));
-        Ok(outcome)
-    }
-
-    /// `delete_memory`: deletes an unlocked memory (its FTS postings, queue entry, nodes,
-    /// blocks and associations go with it, by trigger).
-    pub fn delete_memory(&self, req: &MemoryIdRequest) -> Result<DeleteMemoryOutcome> {
-        if let Some(no_persist) = self.no_persist("delete_memory", &req.session_key) {
-            return Ok(DeleteMemoryOutcome {
-                ok: true,
-                deleted_id: None,
-                no_persist: Some(no_persist),
-            });
-        }
-        self.write(|tx| {
-            check_memory(tx, req.memory_id, &req.agent_id, Some("deleted"))?;
-            tx.execute(
-                "DELETE FROM memories WHERE id = ? AND locked = 0",
-                [req.memory_id],
-            )?;
-            Ok(DeleteMemoryOutcome {
-                ok: true,
-                deleted_id: Some(req.memory_id),
-                no_persist: None,
-            })
-        })
-    }
-
-    /// `lock_memory`: protects a memory from update, delete and merge moves. Not a ranking
-    /// boost. Locking a locked memory succeeds.
-    pub fn lock_memory(&self, req: &MemoryIdRequest) -> Result<LockMemoryOutcome> {
-        if let Some(no_persist) = self.no_persist("lock_memory", &req.session_key) {
-            return Ok(LockMemoryOutcome {
-                ok: true,
-                locked_id: None,
-                no_persist: Some(no_persist),
-            });
-        }
-        self.set_locked(req, true)?;
-        Ok(LockMemoryOutcome {
+/// `update_memory`: replaces the text of an unlocked memory and re-embeds it (queued when
+/// the embedder fails). Refuses text another memory of the same bucket already holds.
+pub(crate) fn update_memory(
+    store: &Store,
+    config: &EngineConfig,
+    req: &UpdateMemoryRequest,
+) -> Result<UpdateMemoryOutcome> {
+    if let Some(no_persist) = store.no_persist("update_memory", &req.session_key) {
+        return Ok(UpdateMemoryOutcome {
             ok: true,
-            locked_id: Some(req.memory_id),
-            no_persist: None,
-        })
-    }
-
-    /// `unlock_memory`: lifts the protection.
-    pub fn unlock_memory(&self, req: &MemoryIdRequest) -> Result<UnlockMemoryOutcome> {
-        if let Some(no_persist) = self.no_persist("unlock_memory", &req.session_key) {
-            return Ok(UnlockMemoryOutcome {
-                ok: true,
-                unlocked_id: None,
-                no_persist: Some(no_persist),
-            });
-        }
-        self.set_locked(req, false)?;
-        Ok(UnlockMemoryOutcome {
-            ok: true,
-            unlocked_id: Some(req.memory_id),
-            no_persist: None,
-        })
-    }
-
-    fn set_locked(&self, req: &MemoryIdRequest, locked: bool) -> Result<()> {
-        self.write(|tx| {
-            check_memory(tx, req.memory_id, &req.agent_id, None)?;
-            tx.execute(
-                "UPDATE memories SET locked = ? WHERE id = ? AND locked != ?",
-                params![locked, req.memory_id, locked],
-            )?;
-            Ok(())
-        })
-    }
-
-    fn validate_store(&self, req: &StoreRequest) -> Result<ValidStore> {
-        check_agent(&req.agent_id)?;
-        check_key("project_id", &req.project_id)?;
-        check_key("channel", &req.channel)?;
-        check_key("id", &req.msg_id)?;
-        check_key("session_key", &req.session_key)?;
-        let now = now_ms();
-        let (timestamp, timestamp_ms) = match &req.timestamp {
-            Some(text) => {
-                if text.chars().count() > crate::config::MAX_TIMESTAMP_CHARS {
-                    return Err(Error::invalid("timestamp", "longer than 64 chars"));
-                }
-                (text.clone(), parse_iso8601_ms(text)?)
-            }
-            None => (format_ms_python(now), now),
-        };
-        let ahead_secs = (timestamp_ms - now) / 1000;
-        let ahead = (ahead_secs > FUTURE_TIMESTAMP_ALLOWANCE_SECS).then(|| TimestampAhead {
-            timestamp: timestamp.clone(),
-            ahead_by_seconds: ahead_secs,
-            allowance_seconds: FUTURE_TIMESTAMP_ALLOWANCE_SECS,
+            updated_id: None,
+            embedded: false,
+            truncated: None,
+            no_persist: Some(no_persist),
+            derived: Default::default(),
         });
-        let source = crate::source::normalise(req.source.as_ref(), &req.agent_id).to_string();
-        let metadata = match &req.metadata {
-            None | Some(Value::Null) => "{}".to_owned(),
-            Some(value) => value.to_string(),
+    }
+    let valid = sanitise(&req.content, config.max_content_chars)
+        .map_err(|refusal| Error::invalid("content", refusal.reason()))?;
+    store.read(|conn| check_memory(conn, req.memory_id, &req.agent_id, Some("edited")))?;
+    let embedding = store.embed_for_store(&[valid.text.as_str()]);
+    let target = store.vector_target();
+    let format = store.settings.embedding_format;
+    let mut outcome = store.write(|tx| {
+        let owner = check_memory(tx, req.memory_id, &req.agent_id, Some("edited"))?;
+        let twin: Option<i64> = tx
+            .query_row(
+                "SELECT m.id FROM memories m JOIN memories o ON o.id = ?1 \
+                 WHERE m.agent_id = o.agent_id AND m.project_id = o.project_id \
+                 AND m.channel = o.channel AND m.content = ?2 AND m.id != ?1",
+                params![req.memory_id, valid.text],
+                |row| row.get(0),
+            )
+            .optional()?;
+        if let Some(twin) = twin {
+            return Err(Error::invalid(
+                "content",
+                format!("memory {twin} already holds this content in the same scope"),
+            ));
+        }
+        let (blob, model, dim, format_tag) = match &embedding {
+            Ok(blobs) => (
+                blobs.first().cloned(),
+                target.model_id.as_str(),
+                target.dim,
+                format.tag(),
+            ),
+            Err(_) => (None, "", 0, ""),
         };
-        for (field, json) in [("source", &source), ("metadata", &metadata)] {
-            let n_chars = json.chars().count();
-            if n_chars > self.config.max_metadata_chars {
-                return Err(Error::invalid(
-                    field,
-                    format!(
-                        "too large ({n_chars} chars, max {})",
-                        self.config.max_metadata_chars
-                    ),
-                ));
-            }
-            if json.contains("\\u0000") {
-                return Err(Error::invalid(field, "holds a NUL character"));
+        tx.execute(
+            "UPDATE memories SET content = ?, embedding = ?, embedding_model = ?, \
+             embedding_dim = ?, embedding_format = ? WHERE id = ? AND locked = 0",
+            params![
+                valid.text,
+                blob,
+                model,
+                dim as i64,
+                format_tag,
+                req.memory_id
+            ],
+        )?;
+        match &embedding {
+            Ok(_) => crate::store::queue::dequeue(tx, "memories", req.memory_id)?,
+            Err(reason) => {
+                crate::store::queue::enqueue(tx, "memories", req.memory_id, &owner, reason)?
             }
         }
-        let content = sanitise(&req.content, self.config.max_content_chars)
-            .map_err(|refusal| Error::invalid("content", refusal.reason()))?;
-        Ok(ValidStore {
-            content: content.text,
-            truncated: content.truncated,
-            source,
-            metadata,
-            timestamp,
-            timestamp_ms,
-            ahead,
+        Ok(UpdateMemoryOutcome {
+            ok: true,
+            updated_id: Some(req.memory_id),
+            embedded: embedding.is_ok(),
+            truncated: valid.truncated.then_some(true),
+            no_persist: None,
+            derived: Default::default(),
         })
+    })?;
+    outcome.derived =
+        crate::derived::derived_after_write(store, crate::recall::Ref::mem(req.memory_id));
+    Ok(outcome)
+}
+
+/// `delete_memory`: deletes an unlocked memory (its FTS postings, queue entry, nodes,
+/// blocks and associations go with it, by trigger).
+pub(crate) fn delete_memory(store: &Store, req: &MemoryIdRequest) -> Result<DeleteMemoryOutcome> {
+    if let Some(no_persist) = store.no_persist("delete_memory", &req.session_key) {
+        return Ok(DeleteMemoryOutcome {
+            ok: true,
+            deleted_id: None,
+            no_persist: Some(no_persist),
+        });
     }
+    store.write(|tx| {
+        check_memory(tx, req.memory_id, &req.agent_id, Some("deleted"))?;
+        tx.execute(
+            "DELETE FROM memories WHERE id = ? AND locked = 0",
+            [req.memory_id],
+        )?;
+        Ok(DeleteMemoryOutcome {
+            ok: true,
+            deleted_id: Some(req.memory_id),
+            no_persist: None,
+        })
+    })
+}
+
+/// `lock_memory`: protects a memory from update, delete and merge moves. Not a ranking
+/// boost. Locking a locked memory succeeds.
+pub(crate) fn lock_memory(store: &Store, req: &MemoryIdRequest) -> Result<LockMemoryOutcome> {
+    if let Some(no_persist) = store.no_persist("lock_memory", &req.session_key) {
+        return Ok(LockMemoryOutcome {
+            ok: true,
+            locked_id: None,
+            no_persist: Some(no_persist),
+        });
+    }
+    set_locked(store, req, true)?;
+    Ok(LockMemoryOutcome {
+        ok: true,
+        locked_id: Some(req.memory_id),
+        no_persist: None,
+    })
+}
+
+/// `unlock_memory`: lifts the protection.
+pub(crate) fn unlock_memory(store: &Store, req: &MemoryIdRequest) -> Result<UnlockMemoryOutcome> {
+    if let Some(no_persist) = store.no_persist("unlock_memory", &req.session_key) {
+        return Ok(UnlockMemoryOutcome {
+            ok: true,
+            unlocked_id: None,
+            no_persist: Some(no_persist),
+        });
+    }
+    set_locked(store, req, false)?;
+    Ok(UnlockMemoryOutcome {
+        ok: true,
+        unlocked_id: Some(req.memory_id),
+        no_persist: None,
+    })
+}
+
+fn set_locked(store: &Store, req: &MemoryIdRequest, locked: bool) -> Result<()> {
+    store.write(|tx| {
+        check_memory(tx, req.memory_id, &req.agent_id, None)?;
+        tx.execute(
+            "UPDATE memories SET locked = ? WHERE id = ? AND locked != ?",
+            params![locked, req.memory_id, locked],
+        )?;
+        Ok(())
+    })
+}
+
+fn validate_store(config: &EngineConfig, req: &StoreRequest) -> Result<ValidStore> {
+    check_agent(&req.agent_id)?;
+    check_key("project_id", &req.project_id)?;
+    check_key("channel", &req.channel)?;
+    check_key("id", &req.msg_id)?;
+    check_key("session_key", &req.session_key)?;
+    let now = now_ms();
+    let (timestamp, timestamp_ms) = match &req.timestamp {
+        Some(text) => {
+            if text.chars().count() > crate::config::MAX_TIMESTAMP_CHARS {
+                return Err(Error::invalid("timestamp", "longer than 64 chars"));
+            }
+            (text.clone(), parse_iso8601_ms(text)?)
+        }
+        None => (format_ms_python(now), now),
+    };
+    let ahead_secs = (timestamp_ms - now) / 1000;
+    let ahead = (ahead_secs > FUTURE_TIMESTAMP_ALLOWANCE_SECS).then(|| TimestampAhead {
+        timestamp: timestamp.clone(),
+        ahead_by_seconds: ahead_secs,
+        allowance_seconds: FUTURE_TIMESTAMP_ALLOWANCE_SECS,
+    });
+    let source = crate::source::normalise(req.source.as_ref(), &req.agent_id).to_string();
+    let metadata = match &req.metadata {
+        None | Some(Value::Null) => "{}".to_owned(),
+        Some(value) => value.to_string(),
+    };
+    for (field, json) in [("source", &source), ("metadata", &metadata)] {
+        let n_chars = json.chars().count();
+        if n_chars > config.max_metadata_chars {
+            return Err(Error::invalid(
+                field,
+                format!(
+                    "too large ({n_chars} chars, max {})",
+                    config.max_metadata_chars
+                ),
+            ));
+        }
+        if json.contains("\\u0000") {
+            return Err(Error::invalid(field, "holds a NUL character"));
+        }
+    }
+    let content = sanitise(&req.content, config.max_content_chars)
+        .map_err(|refusal| Error::invalid("content", refusal.reason()))?;
+    Ok(ValidStore {
+        content: content.text,
+        truncated: content.truncated,
+        source,
+        metadata,
+        timestamp,
+        timestamp_ms,
+        ahead,
+    })
 }
 
 fn rejected(reason: String) -> StoreOutcome {

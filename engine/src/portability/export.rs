@@ -7,9 +7,10 @@ use std::path::PathBuf;
 use serde::Serialize;
 use serde_json::{Value, json};
 
+use crate::config::EngineConfig;
 use crate::error::Result;
 use crate::scope::Scope;
-use crate::store::Engine;
+use crate::store::Store;
 use crate::time::{format_ms, now_ms};
 use crate::vector::{base64_encode, decode, encode, format_from_tag};
 
@@ -49,65 +50,67 @@ fn is_zero(n: &usize) -> bool {
     *n == 0
 }
 
-impl Engine {
-    /// `export_memories`.
-    pub fn export_memories(&self, req: &ExportRequest) -> Result<ExportOutcome> {
-        let path = super::check_path(&req.output_path, self.config.export_dir.as_deref())?;
-        let agent = (!req.agent_id.is_empty()).then_some(req.agent_id.as_str());
-        let (pred, values) = Scope::read(agent, None, None).predicate("");
-        let lines = self.read(|conn| {
-            conn.execute_batch("BEGIN")?;
-            let res = snapshot_lines(conn, &pred, &values, req.include_embeddings);
-            conn.execute_batch("ROLLBACK")?;
-            res
-        })?;
-        let (memories, episodes, profiles, entities, relations, body) = lines;
-        let header = json!({
-            "_type": "header",
-            "version": super::EXPORT_VERSION,
-            "agent_id": req.agent_id,
-            "exported_at": format_ms(now_ms()),
-            "memory_count": memories,
-            "episode_count": episodes,
-            "has_profile": profiles > 0,
-            "profile_count": profiles,
-        });
-        // Only a file that holds associations names their counts: without any, the header
-        // is CPersona's own, key for key.
-        let mut header = header;
-        if entities + relations > 0
-            && let Value::Object(map) = &mut header
-        {
-            map.insert("entity_count".into(), json!(entities));
-            map.insert("relation_count".into(), json!(relations));
-        }
-        let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
-        let write = || -> Result<()> {
-            let file = std::fs::File::create(&tmp)?;
-            let mut out = std::io::BufWriter::new(file);
-            writeln!(out, "{header}")?;
-            for line in &body {
-                writeln!(out, "{line}")?;
-            }
-            let file = out.into_inner().map_err(|err| err.into_error())?;
-            file.sync_all()?;
-            std::fs::rename(&tmp, &path)?;
-            Ok(())
-        };
-        if let Err(err) = write() {
-            let _ = std::fs::remove_file(&tmp);
-            return Err(err);
-        }
-        Ok(ExportOutcome {
-            ok: true,
-            path: path.display().to_string(),
-            memories,
-            episodes,
-            profiles,
-            entities,
-            relations,
-        })
+/// `export_memories`.
+pub(crate) fn export_memories(
+    store: &Store,
+    config: &EngineConfig,
+    req: &ExportRequest,
+) -> Result<ExportOutcome> {
+    let path = super::check_path(&req.output_path, config.export_dir.as_deref())?;
+    let agent = (!req.agent_id.is_empty()).then_some(req.agent_id.as_str());
+    let (pred, values) = Scope::read(agent, None, None).predicate("");
+    let lines = store.read(|conn| {
+        conn.execute_batch("BEGIN")?;
+        let res = snapshot_lines(conn, &pred, &values, req.include_embeddings);
+        conn.execute_batch("ROLLBACK")?;
+        res
+    })?;
+    let (memories, episodes, profiles, entities, relations, body) = lines;
+    let header = json!({
+        "_type": "header",
+        "version": super::EXPORT_VERSION,
+        "agent_id": req.agent_id,
+        "exported_at": format_ms(now_ms()),
+        "memory_count": memories,
+        "episode_count": episodes,
+        "has_profile": profiles > 0,
+        "profile_count": profiles,
+    });
+    // Only a file that holds associations names their counts: without any, the header
+    // is CPersona's own, key for key.
+    let mut header = header;
+    if entities + relations > 0
+        && let Value::Object(map) = &mut header
+    {
+        map.insert("entity_count".into(), json!(entities));
+        map.insert("relation_count".into(), json!(relations));
     }
+    let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
+    let write = || -> Result<()> {
+        let file = std::fs::File::create(&tmp)?;
+        let mut out = std::io::BufWriter::new(file);
+        writeln!(out, "{header}")?;
+        for line in &body {
+            writeln!(out, "{line}")?;
+        }
+        let file = out.into_inner().map_err(|err| err.into_error())?;
+        file.sync_all()?;
+        std::fs::rename(&tmp, &path)?;
+        Ok(())
+    };
+    if let Err(err) = write() {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(err);
+    }
+    Ok(ExportOutcome {
+        ok: true,
+        path: path.display().to_string(),
+        memories,
+        episodes,
+        profiles,
+        entities,
+        relations,
+    })
 }
 
 /// Memories, episodes, profiles, entities, relations, and the lines.

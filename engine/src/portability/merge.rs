@@ -13,7 +13,7 @@ use serde::Serialize;
 
 use crate::error::{Error, Result};
 use crate::scope::Scope;
-use crate::store::Engine;
+use crate::store::Store;
 use crate::store::pauses::NoPersist;
 use crate::text::check_agent;
 
@@ -109,44 +109,42 @@ const EPISODE_COLUMNS: &str = "project_id, channel, summary, keywords, start_tim
     start_ms, end_ms, resolved, created_at_ms, embedding, embedding_model, embedding_dim, \
     embedding_format";
 
-impl Engine {
-    /// `merge_memories`.
-    pub fn merge_memories(&self, req: &MergeRequest) -> Result<MergeOutcome> {
-        let mut outcome = MergeOutcome {
-            ok: true,
-            source_agent_id: req.source_agent_id.clone(),
-            target_agent_id: req.target_agent_id.clone(),
-            mode: req.mode,
-            dry_run: req.dry_run,
-            ..Default::default()
-        };
-        if let Some(no_persist) = self.no_persist("merge_memories", &req.session_key) {
-            outcome.dry_run = true;
-            outcome.no_persist = Some(no_persist);
-            return Ok(outcome);
-        }
-        check_agent(&req.source_agent_id)?;
-        check_agent(&req.target_agent_id)?;
-        if req.source_agent_id == req.target_agent_id {
-            return Err(Error::invalid(
-                "target_agent_id",
-                "must differ from source_agent_id",
-            ));
-        }
-        if !req.strategy.is_empty() && req.strategy != "skip" {
-            return Err(Error::invalid(
-                "strategy",
-                format!("{:?} is not supported; only \"skip\"", req.strategy),
-            ));
-        }
-        let run = |tx: &Transaction<'_>| merge(tx, req, &mut outcome);
-        if req.dry_run {
-            self.write_dry(run)?
-        } else {
-            self.write(run)?
-        };
-        Ok(outcome)
+/// `merge_memories`.
+pub(crate) fn merge_memories(store: &Store, req: &MergeRequest) -> Result<MergeOutcome> {
+    let mut outcome = MergeOutcome {
+        ok: true,
+        source_agent_id: req.source_agent_id.clone(),
+        target_agent_id: req.target_agent_id.clone(),
+        mode: req.mode,
+        dry_run: req.dry_run,
+        ..Default::default()
+    };
+    if let Some(no_persist) = store.no_persist("merge_memories", &req.session_key) {
+        outcome.dry_run = true;
+        outcome.no_persist = Some(no_persist);
+        return Ok(outcome);
     }
+    check_agent(&req.source_agent_id)?;
+    check_agent(&req.target_agent_id)?;
+    if req.source_agent_id == req.target_agent_id {
+        return Err(Error::invalid(
+            "target_agent_id",
+            "must differ from source_agent_id",
+        ));
+    }
+    if !req.strategy.is_empty() && req.strategy != "skip" {
+        return Err(Error::invalid(
+            "strategy",
+            format!("{:?} is not supported; only \"skip\"", req.strategy),
+        ));
+    }
+    let run = |tx: &Transaction<'_>| merge(tx, req, &mut outcome);
+    if req.dry_run {
+        store.write_dry(run)?
+    } else {
+        store.write(run)?
+    };
+    Ok(outcome)
 }
 
 fn merge(tx: &Transaction<'_>, req: &MergeRequest, outcome: &mut MergeOutcome) -> Result<()> {

@@ -7,10 +7,10 @@
 mod apply;
 mod assoc;
 mod bulk;
-mod export;
+pub(crate) mod export;
 mod fields;
-mod import;
-mod merge;
+pub(crate) mod import;
+pub(crate) mod merge;
 
 use std::path::{Component, Path, PathBuf};
 

@@ -12,54 +12,57 @@
 use rusqlite::types::Value;
 
 use crate::error::Result;
-use crate::recall::RefKind;
+use crate::recall::{RecallConfig, RefKind};
 use crate::recall::{RecallQuery, RecallResult};
-use crate::store::Engine;
+use crate::store::Store;
 
 /// True when this recall gives no credit (confidence off, deep, gate fallback, paused).
-fn skipped(engine: &Engine, q: &RecallQuery, result: &RecallResult) -> bool {
-    !engine.config.recall.report_confidence
+fn skipped(store: &Store, config: &RecallConfig, q: &RecallQuery, result: &RecallResult) -> bool {
+    !config.report_confidence
         || q.deep
         || result.response.gate_fallback
-        || engine.pause_expiry(&q.session_key).is_some()
+        || store.pause_expiry(&q.session_key).is_some()
 }
 
-impl Engine {
-    /// Credits the memories `result` returned; reports a failure as an advisory on `result`.
-    pub(crate) fn credit_recall(&self, q: &RecallQuery, result: &mut RecallResult) {
-        if skipped(self, q, result) {
-            return;
-        }
-        let ids: Vec<i64> = result
-            .response
-            .messages
-            .iter()
-            .filter(|m| m.r#ref.kind == RefKind::Mem)
-            .map(|m| m.r#ref.id)
-            .collect();
-        if ids.is_empty() {
-            return;
-        }
-        let now = q.now_ms.unwrap_or_else(crate::time::now_ms);
-        if let Err(err) = self.bump(&q.agent_id, &ids, now) {
-            result.advisories.push(format!(
-                "recall count not updated ({err}); the recall is unaffected"
-            ));
-        }
+/// Credits the memories `result` returned; reports a failure as an advisory on `result`.
+pub(crate) fn credit_recall(
+    store: &Store,
+    config: &RecallConfig,
+    q: &RecallQuery,
+    result: &mut RecallResult,
+) {
+    if skipped(store, config, q, result) {
+        return;
     }
+    let ids: Vec<i64> = result
+        .response
+        .messages
+        .iter()
+        .filter(|m| m.r#ref.kind == RefKind::Mem)
+        .map(|m| m.r#ref.id)
+        .collect();
+    if ids.is_empty() {
+        return;
+    }
+    let now = q.now_ms.unwrap_or_else(crate::time::now_ms);
+    if let Err(err) = bump(store, &q.agent_id, &ids, now) {
+        result.advisories.push(format!(
+            "recall count not updated ({err}); the recall is unaffected"
+        ));
+    }
+}
 
-    fn bump(&self, agent_id: &str, ids: &[i64], now_ms: i64) -> Result<usize> {
-        let marks = vec!["?"; ids.len()].join(",");
-        let mut params = vec![Value::Integer(now_ms), Value::Text(agent_id.to_owned())];
-        params.extend(ids.iter().map(|&id| Value::Integer(id)));
-        self.write(|tx| {
-            Ok(tx.execute(
-                &format!(
-                    "UPDATE memories SET recall_count = recall_count + 1, \
-                     last_recalled_at_ms = ? WHERE agent_id = ? AND id IN ({marks})"
-                ),
-                rusqlite::params_from_iter(params),
-            )?)
-        })
-    }
+fn bump(store: &Store, agent_id: &str, ids: &[i64], now_ms: i64) -> Result<usize> {
+    let marks = vec!["?"; ids.len()].join(",");
+    let mut params = vec![Value::Integer(now_ms), Value::Text(agent_id.to_owned())];
+    params.extend(ids.iter().map(|&id| Value::Integer(id)));
+    store.write(|tx| {
+        Ok(tx.execute(
+            &format!(
+                "UPDATE memories SET recall_count = recall_count + 1, \
+                 last_recalled_at_ms = ? WHERE agent_id = ? AND id IN ({marks})"
+            ),
+            rusqlite::params_from_iter(params),
+        )?)
+    })
 }

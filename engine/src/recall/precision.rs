@@ -8,9 +8,10 @@
 use rusqlite::OptionalExtension;
 use serde::Serialize;
 
+use crate::config::EngineConfig;
 use crate::error::{Error, Result};
 use crate::recall::CalibrationOutcome;
-use crate::store::Engine;
+use crate::store::Store;
 
 /// The largest β accepted (the wire schema's bound).
 pub(crate) const MAX_BETA: f64 = 100.0;
@@ -43,69 +44,71 @@ pub struct PrecisionOutcome {
     pub calibration: std::result::Result<CalibrationOutcome, String>,
 }
 
-impl Engine {
-    /// The agent's own β, if one is set.
-    pub fn recall_beta(&self, agent_id: &str) -> Result<Option<f64>> {
-        self.read(|conn| {
-            let value: Option<String> = conn
-                .prepare_cached("SELECT value FROM meta WHERE key = ?")?
-                .query_row([key(agent_id)], |row| row.get(0))
-                .optional()?;
-            Ok(value.and_then(|v| v.parse::<f64>().ok()))
-        })
-    }
+/// The agent's own β, if one is set.
+pub(crate) fn recall_beta(store: &Store, agent_id: &str) -> Result<Option<f64>> {
+    store.read(|conn| {
+        let value: Option<String> = conn
+            .prepare_cached("SELECT value FROM meta WHERE key = ?")?
+            .query_row([key(agent_id)], |row| row.get(0))
+            .optional()?;
+        Ok(value.and_then(|v| v.parse::<f64>().ok()))
+    })
+}
 
-    /// The β calibration uses for `agent_id`: its own, else the configured global one.
-    pub fn effective_recall_beta(&self, agent_id: &str) -> Result<f64> {
-        Ok(self
-            .recall_beta(agent_id)?
-            .unwrap_or(self.config.recall.precision_beta))
-    }
+/// The β calibration uses for `agent_id`: its own, else the configured global one.
+pub(crate) fn effective_recall_beta(
+    store: &Store,
+    config: &EngineConfig,
+    agent_id: &str,
+) -> Result<f64> {
+    Ok(recall_beta(store, agent_id)?.unwrap_or(config.recall.precision_beta))
+}
 
-    fn store_recall_beta(&self, agent_id: &str, beta: Option<f64>) -> Result<()> {
-        self.write(|tx| {
-            match beta {
-                Some(beta) => tx.execute(
-                    "INSERT INTO meta(key, value) VALUES (?1, ?2) \
-                     ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-                    rusqlite::params![key(agent_id), beta.to_string()],
-                )?,
-                None => tx.execute("DELETE FROM meta WHERE key = ?", [key(agent_id)])?,
-            };
-            Ok(())
-        })
-    }
-
-    /// Sets (`Some`) or clears (`None`) the agent's β, then recalibrates the agent with it.
-    /// When the calibration fails the previous β is restored and the failure reported.
-    pub fn set_recall_precision(
-        &self,
-        agent_id: &str,
-        beta: Option<f64>,
-    ) -> Result<PrecisionOutcome> {
-        crate::text::check_agent(agent_id)?;
-        if let Some(b) = beta
-            && !(b.is_finite() && b > 0.0 && b <= MAX_BETA)
-        {
-            return Err(Error::InvalidInput {
-                field: "beta",
-                reason: format!("must be > 0 and <= {MAX_BETA}, got {b}"),
-            });
-        }
-        let previous = self.recall_beta(agent_id)?;
-        self.store_recall_beta(agent_id, beta)?;
-        let calibration = match self.calibrate_threshold(agent_id) {
-            Ok(outcome) => Ok(outcome),
-            Err(err) => {
-                self.store_recall_beta(agent_id, previous)?;
-                Err(err.to_string())
-            }
+fn store_recall_beta(store: &Store, agent_id: &str, beta: Option<f64>) -> Result<()> {
+    store.write(|tx| {
+        match beta {
+            Some(beta) => tx.execute(
+                "INSERT INTO meta(key, value) VALUES (?1, ?2) \
+                 ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                rusqlite::params![key(agent_id), beta.to_string()],
+            )?,
+            None => tx.execute("DELETE FROM meta WHERE key = ?", [key(agent_id)])?,
         };
-        Ok(PrecisionOutcome {
-            agent_id: agent_id.to_owned(),
-            beta: self.effective_recall_beta(agent_id)?,
-            cleared: beta.is_none() && calibration.is_ok(),
-            calibration,
-        })
+        Ok(())
+    })
+}
+
+/// Sets (`Some`) or clears (`None`) the agent's β, then recalibrates the agent with it.
+/// When the calibration fails the previous β is restored and the failure reported.
+pub(crate) fn set_recall_precision(
+    store: &Store,
+    config: &EngineConfig,
+    agent_id: &str,
+    beta: Option<f64>,
+) -> Result<PrecisionOutcome> {
+    crate::text::check_agent(agent_id)?;
+    if let Some(b) = beta
+        && !(b.is_finite() && b > 0.0 && b <= MAX_BETA)
+    {
+        return Err(Error::InvalidInput {
+            field: "beta",
+            reason: format!("must be > 0 and <= {MAX_BETA}, got {b}"),
+        });
     }
+    let previous = recall_beta(store, agent_id)?;
+    store_recall_beta(store, agent_id, beta)?;
+    let calibration = match crate::recall::calibration::calibrate_threshold(store, config, agent_id)
+    {
+        Ok(outcome) => Ok(outcome),
+        Err(err) => {
+            store_recall_beta(store, agent_id, previous)?;
+            Err(err.to_string())
+        }
+    };
+    Ok(PrecisionOutcome {
+        agent_id: agent_id.to_owned(),
+        beta: effective_recall_beta(store, config, agent_id)?,
+        cleared: beta.is_none() && calibration.is_ok(),
+        calibration,
+    })
 }

@@ -14,6 +14,7 @@ use rusqlite::types::Value;
 use crate::associations::Node;
 use crate::associations::normalize;
 use crate::associations::traverse::{entity_name, mentions_of, relations_of};
+use crate::config::EngineConfig;
 use crate::error::Result;
 use crate::recall::stages::associations_cue::{
     self, MAX_TERMS, held_message, matched_entities, pick,
@@ -23,7 +24,7 @@ use crate::recall::stages::shape::{Hydrated, MatchReason, Signal};
 use crate::recall::{RecallQuery, read_scoped};
 use crate::recall::{RecallResponse, Ref, RefKind};
 use crate::scope::Scope;
-use crate::store::Engine;
+use crate::store::Store;
 use crate::vector::{decode, format_from_tag};
 
 thread_local! {
@@ -74,190 +75,191 @@ fn stored_vector(conn: &Connection, scope: &Scope, r: Ref, dim: usize) -> Result
     }))
 }
 
-impl Engine {
-    /// Adds the held places of the association cue and the propagation seat to `response`,
-    /// in that order (CPersona's order of held places), and says in `advisories` when a
-    /// bound cut. Called by `Engine::recall` after its window is shaped.
-    pub(crate) fn held_seats(
-        &self,
-        q: &RecallQuery,
-        scope: &Scope,
-        response: &mut RecallResponse,
-        advisories: &mut Vec<String>,
-    ) -> Result<()> {
-        if DEEPER.with(Cell::get) || q.query.trim().is_empty() {
-            return Ok(());
-        }
-        // The best row of the window, before any held row is added.
-        let anchor = response.messages.last().map(|m| m.r#ref);
-        if self.config.associations_enabled {
-            self.association_seats(q, scope, response, advisories)?;
-        }
-        if self.config.propagation_seat
-            && let Some(anchor) = anchor
-        {
-            self.propagation_seat(q, scope, anchor, response)?;
-        }
-        Ok(())
+/// Adds the held places of the association cue and the propagation seat to `response`,
+/// in that order (CPersona's order of held places), and says in `advisories` when a
+/// bound cut. Called by `Engine::recall` after its window is shaped.
+pub(crate) fn held_seats(
+    store: &Store,
+    config: &EngineConfig,
+    q: &RecallQuery,
+    scope: &Scope,
+    response: &mut RecallResponse,
+    advisories: &mut Vec<String>,
+) -> Result<()> {
+    if DEEPER.with(Cell::get) || q.query.trim().is_empty() {
+        return Ok(());
     }
-
-    fn association_seats(
-        &self,
-        q: &RecallQuery,
-        scope: &Scope,
-        response: &mut RecallResponse,
-        advisories: &mut Vec<String>,
-    ) -> Result<()> {
-        let shape = self.config.recall.shape;
-        let held: HashSet<Ref> = response.messages.iter().map(|m| m.r#ref).collect();
-        let added = self.read(|conn| {
-            let terms = terms(conn, scope)?;
-            if terms.is_empty() {
-                return Ok(Vec::new());
-            }
-            if terms.len() > MAX_TERMS {
-                advisories.push(format!(
-                    "association cue read the first {MAX_TERMS} declared terms only"
-                ));
-            }
-            let matched = matched_entities(&normalize(&q.query), &terms);
-            // (entity id, name, hops): the matched ones, then one relation away.
-            let mut entities: Vec<(i64, String, usize)> = Vec::new();
-            for id in &matched {
-                if let Some(name) = entity_name(conn, scope, *id)? {
-                    entities.push((*id, name, 0));
-                }
-            }
-            let mut seen: HashSet<i64> = matched.iter().copied().collect();
-            let mut mentions: Vec<(Ref, String, usize)> = Vec::new();
-            for (id, name, _) in entities.clone() {
-                for rel in relations_of(conn, scope, id)? {
-                    let other = if rel.subject == Node::Entity(id) {
-                        rel.object
-                    } else {
-                        rel.subject
-                    };
-                    match other {
-                        Node::Record(r) => mentions.push((r, name.clone(), 0)),
-                        Node::Entity(other) if seen.insert(other) => {
-                            if let Some(other_name) = entity_name(conn, scope, other)? {
-                                entities.push((other, other_name, 1));
-                            }
-                        }
-                        Node::Entity(_) => {}
-                    }
-                }
-            }
-            let mut ordered: Vec<(Ref, String, usize)> = Vec::new();
-            for (id, name, hops) in &entities {
-                for text in mentions_of(conn, scope, *id)? {
-                    if let Ok(r) = text.parse() {
-                        ordered.push((r, name.clone(), *hops));
-                    }
-                }
-                if *hops == 0 {
-                    ordered.extend(mentions.iter().filter(|m| m.1 == *name).cloned());
-                }
-            }
-            ordered.sort_by_key(|m| m.2);
-            let (picked, passed) = pick(&ordered, |r| held.contains(&r));
-            if passed > 0 {
-                advisories.push(format!(
-                    "association cue held {} places; {passed} more rows mention the entities named",
-                    associations_cue::SEATS
-                ));
-            }
-            let mut rows = Vec::new();
-            for (r, name, hops) in picked {
-                if let Some(s) = read_scoped(conn, scope, r)? {
-                    let row = Hydrated {
-                        content: match r.kind {
-                            RefKind::Mem => s.text,
-                            RefKind::Ep => format!("[Episode] {}", s.text),
-                        },
-                        source: s.source,
-                        timestamp: s.timestamp,
-                        msg_id: s.msg_id,
-                    };
-                    rows.push(held_message(
-                        &shape,
-                        &q.query,
-                        r,
-                        row,
-                        associations_cue::reason(name, hops),
-                    ));
-                }
-            }
-            Ok(rows)
-        })?;
-        if !added.is_empty() {
-            // Least relevant first: the best held row sits nearest the window.
-            let mut front: Vec<_> = added.into_iter().rev().collect();
-            front.append(&mut response.messages);
-            response.messages = front;
-        }
-        Ok(())
+    // The best row of the window, before any held row is added.
+    let anchor = response.messages.last().map(|m| m.r#ref);
+    if config.associations_enabled {
+        association_seats(store, config, q, scope, response, advisories)?;
     }
+    if config.propagation_seat
+        && let Some(anchor) = anchor
+    {
+        propagation_seat(store, config, q, scope, anchor, response)?;
+    }
+    Ok(())
+}
 
-    fn propagation_seat(
-        &self,
-        q: &RecallQuery,
-        scope: &Scope,
-        anchor: Ref,
-        response: &mut RecallResponse,
-    ) -> Result<()> {
-        let deeper_query = RecallQuery {
-            // The second pass runs at Recall Depth 100 per arm (the design's depth; held
-            // within the operator's maximum) and returns at most that many rows.
-            limit: DEPTH.max(self.config.recall.depth.per_arm()),
-            depth: Some(DEPTH),
-            trace: false,
-            full_content: false,
-            ..q.clone()
-        };
-        DEEPER.with(|d| d.set(true));
-        let deeper = self.recall_pass(&deeper_query);
-        DEEPER.with(|d| d.set(false));
-        let deeper = deeper?.response;
-        let deeper_depth = deeper.depth.unwrap_or(deeper_query.limit);
-        let mut deeper = deeper.messages;
-        deeper.reverse(); // best first
-        let dim = self.vector_target().dim;
-        let held: HashSet<Ref> = response.messages.iter().map(|m| m.r#ref).collect();
-        let ranked = self.read(|conn| {
-            let anchor_vec = stored_vector(conn, scope, anchor, dim)?;
-            let mut out = Vec::with_capacity(deeper.len());
-            for m in &deeper {
-                let cos = match (&anchor_vec, held.contains(&m.r#ref)) {
-                    (Some(a), false) => stored_vector(conn, scope, m.r#ref, dim)?
-                        .and_then(|v| propagation::cosine(&v, a)),
-                    _ => None,
+fn association_seats(
+    store: &Store,
+    config: &EngineConfig,
+    q: &RecallQuery,
+    scope: &Scope,
+    response: &mut RecallResponse,
+    advisories: &mut Vec<String>,
+) -> Result<()> {
+    let shape = config.recall.shape;
+    let held: HashSet<Ref> = response.messages.iter().map(|m| m.r#ref).collect();
+    let added = store.read(|conn| {
+        let terms = terms(conn, scope)?;
+        if terms.is_empty() {
+            return Ok(Vec::new());
+        }
+        if terms.len() > MAX_TERMS {
+            advisories.push(format!(
+                "association cue read the first {MAX_TERMS} declared terms only"
+            ));
+        }
+        let matched = matched_entities(&normalize(&q.query), &terms);
+        // (entity id, name, hops): the matched ones, then one relation away.
+        let mut entities: Vec<(i64, String, usize)> = Vec::new();
+        for id in &matched {
+            if let Some(name) = entity_name(conn, scope, *id)? {
+                entities.push((*id, name, 0));
+            }
+        }
+        let mut seen: HashSet<i64> = matched.iter().copied().collect();
+        let mut mentions: Vec<(Ref, String, usize)> = Vec::new();
+        for (id, name, _) in entities.clone() {
+            for rel in relations_of(conn, scope, id)? {
+                let other = if rel.subject == Node::Entity(id) {
+                    rel.object
+                } else {
+                    rel.subject
                 };
-                out.push((m.r#ref, cos));
+                match other {
+                    Node::Record(r) => mentions.push((r, name.clone(), 0)),
+                    Node::Entity(other) if seen.insert(other) => {
+                        if let Some(other_name) = entity_name(conn, scope, other)? {
+                            entities.push((other, other_name, 1));
+                        }
+                    }
+                    Node::Entity(_) => {}
+                }
             }
-            Ok(out)
-        })?;
-        let Some(seat) = propagation::seat(&ranked, |r| held.contains(&r)) else {
-            return Ok(());
-        };
-        let mut row = deeper.swap_remove(seat.index);
-        row.score = crate::recall::stages::shape::round6(seat.score);
-        row.confidence = None;
-        row.match_reason = MatchReason {
-            signal: Signal::Propagation,
-            score: crate::recall::stages::shape::round6(seat.score),
-            cosine: None,
-            rrf: None,
-            rsf: None,
-            arms: Vec::new(),
-            admission: Some("reservation"),
-            fused_rank: Some(seat.fused_rank),
-            cosine_rank: Some(seat.cosine_rank),
-            depth: Some(deeper_depth),
-            entity: None,
-            hops: None,
-        };
-        response.messages.insert(0, row);
-        Ok(())
+        }
+        let mut ordered: Vec<(Ref, String, usize)> = Vec::new();
+        for (id, name, hops) in &entities {
+            for text in mentions_of(conn, scope, *id)? {
+                if let Ok(r) = text.parse() {
+                    ordered.push((r, name.clone(), *hops));
+                }
+            }
+            if *hops == 0 {
+                ordered.extend(mentions.iter().filter(|m| m.1 == *name).cloned());
+            }
+        }
+        ordered.sort_by_key(|m| m.2);
+        let (picked, passed) = pick(&ordered, |r| held.contains(&r));
+        if passed > 0 {
+            advisories.push(format!(
+                "association cue held {} places; {passed} more rows mention the entities named",
+                associations_cue::SEATS
+            ));
+        }
+        let mut rows = Vec::new();
+        for (r, name, hops) in picked {
+            if let Some(s) = read_scoped(conn, scope, r)? {
+                let row = Hydrated {
+                    content: match r.kind {
+                        RefKind::Mem => s.text,
+                        RefKind::Ep => format!("[Episode] {}", s.text),
+                    },
+                    source: s.source,
+                    timestamp: s.timestamp,
+                    msg_id: s.msg_id,
+                };
+                rows.push(held_message(
+                    &shape,
+                    &q.query,
+                    r,
+                    row,
+                    associations_cue::reason(name, hops),
+                ));
+            }
+        }
+        Ok(rows)
+    })?;
+    if !added.is_empty() {
+        // Least relevant first: the best held row sits nearest the window.
+        let mut front: Vec<_> = added.into_iter().rev().collect();
+        front.append(&mut response.messages);
+        response.messages = front;
     }
+    Ok(())
+}
+
+fn propagation_seat(
+    store: &Store,
+    config: &EngineConfig,
+    q: &RecallQuery,
+    scope: &Scope,
+    anchor: Ref,
+    response: &mut RecallResponse,
+) -> Result<()> {
+    let deeper_query = RecallQuery {
+        // The second pass runs at Recall Depth 100 per arm (the design's depth; held
+        // within the operator's maximum) and returns at most that many rows.
+        limit: DEPTH.max(config.recall.depth.per_arm()),
+        depth: Some(DEPTH),
+        trace: false,
+        full_content: false,
+        ..q.clone()
+    };
+    DEEPER.with(|d| d.set(true));
+    let deeper = crate::recall::recall_pass(store, config, &deeper_query);
+    DEEPER.with(|d| d.set(false));
+    let deeper = deeper?.response;
+    let deeper_depth = deeper.depth.unwrap_or(deeper_query.limit);
+    let mut deeper = deeper.messages;
+    deeper.reverse(); // best first
+    let dim = store.vector_target().dim;
+    let held: HashSet<Ref> = response.messages.iter().map(|m| m.r#ref).collect();
+    let ranked = store.read(|conn| {
+        let anchor_vec = stored_vector(conn, scope, anchor, dim)?;
+        let mut out = Vec::with_capacity(deeper.len());
+        for m in &deeper {
+            let cos = match (&anchor_vec, held.contains(&m.r#ref)) {
+                (Some(a), false) => stored_vector(conn, scope, m.r#ref, dim)?
+                    .and_then(|v| propagation::cosine(&v, a)),
+                _ => None,
+            };
+            out.push((m.r#ref, cos));
+        }
+        Ok(out)
+    })?;
+    let Some(seat) = propagation::seat(&ranked, |r| held.contains(&r)) else {
+        return Ok(());
+    };
+    let mut row = deeper.swap_remove(seat.index);
+    row.score = crate::recall::stages::shape::round6(seat.score);
+    row.confidence = None;
+    row.match_reason = MatchReason {
+        signal: Signal::Propagation,
+        score: crate::recall::stages::shape::round6(seat.score),
+        cosine: None,
+        rrf: None,
+        rsf: None,
+        arms: Vec::new(),
+        admission: Some("reservation"),
+        fused_rank: Some(seat.fused_rank),
+        cosine_rank: Some(seat.cosine_rank),
+        depth: Some(deeper_depth),
+        entity: None,
+        hops: None,
+    };
+    response.messages.insert(0, row);
+    Ok(())
 }

@@ -31,6 +31,7 @@ use std::time::Instant;
 
 use serde::Serialize;
 
+use crate::config::EngineConfig;
 use crate::error::{Error, Result};
 use crate::recall::Ref;
 use crate::recall::stages::cue::TimeCue;
@@ -47,7 +48,7 @@ use crate::reconstruct::stages::compact::Compacted;
 use crate::reconstruct::stages::places;
 use crate::reconstruct::stages::window::candidate_limit_with;
 use crate::scope::Scope;
-use crate::store::Engine;
+use crate::store::Store;
 use crate::{RecallQuery, config::ReconstructConfig};
 
 /// A reconstruct as an agent asks it.
@@ -173,213 +174,214 @@ fn ms(since: Instant) -> f64 {
     since.elapsed().as_secs_f64() * 1000.0
 }
 
-impl Engine {
-    /// `reconstruct`: recall's candidates bundled into items with provenance, quoted
-    /// verbatim, within the window and the payload budget (design §7).
-    pub fn reconstruct(&self, req: &ReconstructRequest) -> Result<ReconstructResult> {
-        self.reconstruct_with(req, Mutation::None)
-    }
+/// `reconstruct`: recall's candidates bundled into items with provenance, quoted
+/// verbatim, within the window and the payload budget (design §7).
+pub(crate) fn reconstruct(
+    store: &Store,
+    config: &EngineConfig,
+    req: &ReconstructRequest,
+) -> Result<ReconstructResult> {
+    reconstruct_with(store, config, req, Mutation::None)
+}
 
-    pub(crate) fn reconstruct_with(
-        &self,
-        req: &ReconstructRequest,
-        mutation: Mutation,
-    ) -> Result<ReconstructResult> {
-        let config: ReconstructConfig = match req.mode {
-            Some(mode) => mode.config(self.config.reconstruct),
-            None => self.config.reconstruct,
-        };
-        let window = window::resolve_with(&config, req.count, mutation);
-        let top_k = candidate_limit_with(&config, req.top_k, window.effective, mutation);
-        let started = Instant::now();
-        let query = RecallQuery {
-            agent_id: req.agent_id.clone(),
-            project_id: req.project_id.clone(),
-            channel: req.channel.clone(),
-            query: req.query.clone(),
-            limit: top_k,
-            deep: req.deep,
-            full_content: false,
-            trace: false,
-            time_cue: req.time_cue,
-            source_id: req.source_id.clone(),
-            now_ms: req.now_ms,
-            ..RecallQuery::default()
-        };
-        let recall = self.recall_pass(&query)?;
-        // Pro's depth places read the same recall ranked deeper (reference §3.10 (8)).
-        let deeper = match req.mode {
-            Some(ReconstructMode::Pro) if window.effective > 0 => {
-                Some(self.recall_pass(&RecallQuery {
+pub(crate) fn reconstruct_with(
+    store: &Store,
+    config: &EngineConfig,
+    req: &ReconstructRequest,
+    mutation: Mutation,
+) -> Result<ReconstructResult> {
+    let reconstruct_config: ReconstructConfig = match req.mode {
+        Some(mode) => mode.config(config.reconstruct),
+        None => config.reconstruct,
+    };
+    let window = window::resolve_with(&reconstruct_config, req.count, mutation);
+    let top_k = candidate_limit_with(&reconstruct_config, req.top_k, window.effective, mutation);
+    let started = Instant::now();
+    let query = RecallQuery {
+        agent_id: req.agent_id.clone(),
+        project_id: req.project_id.clone(),
+        channel: req.channel.clone(),
+        query: req.query.clone(),
+        limit: top_k,
+        deep: req.deep,
+        full_content: false,
+        trace: false,
+        time_cue: req.time_cue,
+        source_id: req.source_id.clone(),
+        now_ms: req.now_ms,
+        ..RecallQuery::default()
+    };
+    let recall = crate::recall::recall_pass(store, config, &query)?;
+    // Pro's depth places read the same recall ranked deeper (reference §3.10 (8)).
+    let deeper = match req.mode {
+        Some(ReconstructMode::Pro) if window.effective > 0 => {
+            Some(crate::recall::recall_pass(
+                store,
+                config,
+                &RecallQuery {
                     limit: places::DEPTH,
                     // The stages: the gate's refusals feed the keyword places.
                     trace: true,
                     ..query
-                })?)
+                },
+            )?)
+        }
+        _ => None,
+    };
+    let recall_ms = ms(started);
+    let started = Instant::now();
+    let scope = Scope::read(
+        Some(&req.agent_id),
+        req.project_id.as_deref(),
+        req.channel.as_deref(),
+    );
+    let mut advisories = recall.advisories;
+    let query_vector = recall
+        .query_vector
+        .as_deref()
+        .filter(|_| mutation != Mutation::BlocksIgnored);
+    let (response, mode) = store.read(|conn| {
+        // Recall's rows are last-is-best: the pool is best first.
+        let mut candidates = Vec::with_capacity(recall.response.messages.len());
+        for message in recall.response.messages.iter().rev() {
+            // A row gone since recall read it has no provenance left: it is excluded.
+            let mut row =
+                read_candidate(conn, &scope, message.r#ref, query_vector)?.unwrap_or_default();
+            row.reserved = is_held_place(message.match_reason.admission);
+            candidates.push(row);
+        }
+        let pro_places = match &deeper {
+            Some(deeper) => {
+                let (rows, report) =
+                    pro_place_rows(conn, &scope, &req.query, deeper, &candidates, query_vector)?;
+                candidates.extend(rows);
+                Some(report)
             }
-            _ => None,
+            None => None,
         };
-        let recall_ms = ms(started);
-        let started = Instant::now();
-        let scope = Scope::read(
-            Some(&req.agent_id),
-            req.project_id.as_deref(),
-            req.channel.as_deref(),
-        );
-        let mut advisories = recall.advisories;
-        let query_vector = recall
-            .query_vector
-            .as_deref()
-            .filter(|_| mutation != Mutation::BlocksIgnored);
-        let (response, mode) = self.read(|conn| {
-            // Recall's rows are last-is-best: the pool is best first.
-            let mut candidates = Vec::with_capacity(recall.response.messages.len());
-            for message in recall.response.messages.iter().rev() {
-                // A row gone since recall read it has no provenance left: it is excluded.
-                let mut row =
-                    read_candidate(conn, &scope, message.r#ref, query_vector)?.unwrap_or_default();
-                row.reserved = is_held_place(message.match_reason.admission);
-                candidates.push(row);
+        let pool: BTreeSet<Ref> = candidates.iter().filter_map(|c| c.r#ref).collect();
+        let links = read_links(conn, &scope, &pool)?;
+        let (graph, graph_cut) = read_graph(conn, &scope)?;
+        if graph_cut {
+            advisories.push(format!(
+                "the declared relation graph holds more than {GRAPH_ROW_CAP} rows in scope; \
+                 the walk read the newest {GRAPH_ROW_CAP}"
+            ));
+        }
+        let mut cache: BTreeMap<Ref, Option<Candidate>> = BTreeMap::new();
+        let mut failure = None;
+        let mut fetch = |r: Ref| -> Option<Candidate> {
+            cache
+                .entry(r)
+                .or_insert_with(|| match read_candidate(conn, &scope, r, query_vector) {
+                    Ok(row) => row,
+                    Err(err) => {
+                        failure.get_or_insert(err);
+                        None
+                    }
+                })
+                .clone()
+        };
+        let request = Request {
+            query: &req.query,
+            count: req.count,
+            budget: req.budget,
+            top_k,
+            // A mode skips the walk (reference §4.2 step 6).
+            max_hops: match req.mode {
+                Some(_) => 0,
+                None => req.max_hops.unwrap_or(reconstruct_config.max_hops),
             }
-            let pro_places = match &deeper {
-                Some(deeper) => {
-                    let (rows, report) = pro_place_rows(
-                        conn,
-                        &scope,
-                        &req.query,
-                        deeper,
-                        &candidates,
-                        query_vector,
-                    )?;
-                    candidates.extend(rows);
-                    Some(report)
-                }
-                None => None,
-            };
-            let pool: BTreeSet<Ref> = candidates.iter().filter_map(|c| c.r#ref).collect();
-            let links = read_links(conn, &scope, &pool)?;
-            let (graph, graph_cut) = read_graph(conn, &scope)?;
-            if graph_cut {
-                advisories.push(format!(
-                    "the declared relation graph holds more than {GRAPH_ROW_CAP} rows in scope; \
-                     the walk read the newest {GRAPH_ROW_CAP}"
-                ));
-            }
-            let mut cache: BTreeMap<Ref, Option<Candidate>> = BTreeMap::new();
-            let mut failure = None;
-            let mut fetch = |r: Ref| -> Option<Candidate> {
-                cache
-                    .entry(r)
-                    .or_insert_with(|| match read_candidate(conn, &scope, r, query_vector) {
-                        Ok(row) => row,
-                        Err(err) => {
-                            failure.get_or_insert(err);
-                            None
-                        }
-                    })
-                    .clone()
-            };
+            .min(ReconstructConfig::MAX_HOPS_CEILING),
+            max_evidence: req
+                .max_evidence
+                .unwrap_or(reconstruct_config.max_evidence)
+                .clamp(1, ReconstructConfig::MAX_EVIDENCE_CEILING),
+            trace: req.trace,
+            gate_fallback: recall.response.gate_fallback,
+            mode_budget: req.mode.map(|m| m.default_budget(&reconstruct_config)),
+            piece_limit: None,
+        };
+        let mut build = |attempt: Attempt| {
             let request = Request {
-                query: &req.query,
-                count: req.count,
-                budget: req.budget,
-                top_k,
-                // A mode skips the walk (reference §4.2 step 6).
-                max_hops: match req.mode {
-                    Some(_) => 0,
-                    None => req.max_hops.unwrap_or(config.max_hops),
-                }
-                .min(ReconstructConfig::MAX_HOPS_CEILING),
-                max_evidence: req
-                    .max_evidence
-                    .unwrap_or(config.max_evidence)
-                    .clamp(1, ReconstructConfig::MAX_EVIDENCE_CEILING),
-                trace: req.trace,
-                gate_fallback: recall.response.gate_fallback,
-                mode_budget: req.mode.map(|m| m.default_budget(&config)),
-                piece_limit: None,
+                max_evidence: attempt.max_evidence,
+                piece_limit: attempt.limit,
+                ..request.clone()
             };
-            let mut build = |attempt: Attempt| {
-                let request = Request {
-                    max_evidence: attempt.max_evidence,
-                    piece_limit: attempt.limit,
-                    ..request.clone()
+            assemble_with(
+                &reconstruct_config,
+                &request,
+                candidates.clone(),
+                &links,
+                &graph,
+                &mut fetch,
+                mutation,
+            )
+        };
+        let out = match req.mode {
+            // The trace keeps the full shape and is never cut (reference §4.2 step 11).
+            Some(mode) if req.trace => {
+                let response = build(Attempt {
+                    limit: None,
+                    max_evidence: request.max_evidence,
+                });
+                let mut report = mode_report(mode, None, Compacted::default(), pro_places);
+                report.token_cap_skipped = Some("trace");
+                report.shape = "full";
+                (response, Some(report))
+            }
+            Some(mode) => {
+                let shaped = |response: &ReconstructResponse, cut: Option<TokenCapCut>| {
+                    shape(mode, response.clone(), cut, pro_places, |body| {
+                        wire_body(
+                            body.0,
+                            &advisories,
+                            recall.response.time_cue.as_ref(),
+                            Some(body.1),
+                            req.wire_advisory.as_ref(),
+                        )
+                    })
                 };
-                assemble_with(
-                    &config,
-                    &request,
-                    candidates.clone(),
-                    &links,
-                    &graph,
-                    &mut fetch,
-                    mutation,
-                )
-            };
-            let out = match req.mode {
-                // The trace keeps the full shape and is never cut (reference §4.2 step 11).
-                Some(mode) if req.trace => {
-                    let response = build(Attempt {
-                        limit: None,
-                        max_evidence: request.max_evidence,
-                    });
-                    let mut report = mode_report(mode, None, Compacted::default(), pro_places);
-                    report.token_cap_skipped = Some("trace");
-                    report.shape = "full";
-                    (response, Some(report))
-                }
-                Some(mode) => {
-                    let shaped = |response: &ReconstructResponse, cut: Option<TokenCapCut>| {
-                        shape(mode, response.clone(), cut, pro_places, |body| {
-                            wire_body(
-                                body.0,
-                                &advisories,
-                                recall.response.time_cue.as_ref(),
-                                Some(body.1),
-                                req.wire_advisory.as_ref(),
-                            )
-                        })
-                    };
-                    let fitted = fit_to_cap(
-                        mode.token_cap(),
-                        request.max_evidence,
-                        &mut build,
-                        |r, cut| {
-                            let (response, report, tokens) = shaped(r, cut);
-                            (tokens, (response, report))
-                        },
-                    );
-                    match fitted {
-                        Ok(((response, report), _)) => (response, Some(report)),
-                        Err(small) => {
-                            return Err(Error::CapBelowMinimum {
-                                mode: mode.name(),
-                                cap: mode.token_cap(),
-                                minimum: small.minimum,
-                            });
-                        }
+                let fitted = fit_to_cap(
+                    mode.token_cap(),
+                    request.max_evidence,
+                    &mut build,
+                    |r, cut| {
+                        let (response, report, tokens) = shaped(r, cut);
+                        (tokens, (response, report))
+                    },
+                );
+                match fitted {
+                    Ok(((response, report), _)) => (response, Some(report)),
+                    Err(small) => {
+                        return Err(Error::CapBelowMinimum {
+                            mode: mode.name(),
+                            cap: mode.token_cap(),
+                            minimum: small.minimum,
+                        });
                     }
                 }
-                None => (
-                    build(Attempt {
-                        limit: None,
-                        max_evidence: request.max_evidence,
-                    }),
-                    None,
-                ),
-            };
-            match failure {
-                Some(err) => Err(err),
-                None => Ok(out),
             }
-        })?;
-        Ok(ReconstructResult {
-            response,
-            advisories,
-            time_cue: recall.response.time_cue,
-            mode,
-            wire_advisory: req.wire_advisory.clone(),
-            recall_ms,
-            assemble_ms: ms(started),
-        })
-    }
+            None => (
+                build(Attempt {
+                    limit: None,
+                    max_evidence: request.max_evidence,
+                }),
+                None,
+            ),
+        };
+        match failure {
+            Some(err) => Err(err),
+            None => Ok(out),
+        }
+    })?;
+    Ok(ReconstructResult {
+        response,
+        advisories,
+        time_cue: recall.response.time_cue,
+        mode,
+        wire_advisory: req.wire_advisory.clone(),
+        recall_ms,
+        assemble_ms: ms(started),
+    })
 }

@@ -1,14 +1,17 @@
-//! `Engine`: the handle the server holds. It owns one writer connection behind a mutex and a
-//! small pool of reader connections (WAL lets readers run during a write), the embedder, and
-//! the process-wide pause state. It must never hold the writer lock while calling the
+//! The store: the state every feature reads and no feature owns — one writer connection
+//! behind a mutex and a small pool of readers (WAL lets readers run during a write), the
+//! embedder and the vector target it must match, the pause state, the loaded index
+//! generations, the embedding queue and the kernels. It knows no feature: features take
+//! `&Store` and their own config. It must never hold the writer lock while calling the
 //! embedder: embedding happens before the write transaction, as in CPersona.
 
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior};
 
-use crate::config::EngineConfig;
+use crate::config::{EmbeddingFormat, EngineConfig};
 use crate::embed::Embedder;
 use crate::error::{Error, Result};
 use crate::store::generations::GenerationCache;
@@ -22,19 +25,50 @@ pub(crate) mod queue;
 /// Reader connections kept open for reuse; more are opened on demand and dropped after.
 const READER_POOL: usize = 4;
 
-/// The engine: the SQLite store and the write path. `Send + Sync`; every method is blocking.
-pub struct Engine {
-    pub(crate) config: EngineConfig,
+/// The store. `Send + Sync`; every method is blocking.
+pub struct Store {
+    /// The settings the store itself uses (its file, its timeouts, the queue's pace).
+    pub(crate) settings: StoreSettings,
     pub(crate) embedder: Arc<dyn Embedder>,
     writer: Mutex<Connection>,
     readers: Mutex<Vec<Connection>>,
     pub(crate) vectors: Mutex<VectorTarget>,
     /// Session key (`""` = the process bucket) → pause expiry in UTC ms.
     pub(crate) pauses: Mutex<HashMap<String, i64>>,
-    /// Loaded index generations per table (see `generations.rs`).
+    /// Loaded index generations per table (see `generations/`).
     pub(crate) generations: Mutex<GenerationCache>,
     /// The kernels vector scans use (detected; tests may force scalar).
     pub(crate) kernels: Kernels,
+}
+
+/// The part of [`EngineConfig`] the store itself reads.
+#[derive(Clone, Debug)]
+pub(crate) struct StoreSettings {
+    /// The SQLite file.
+    pub(crate) db_path: PathBuf,
+    /// See [`crate::config::DEFAULT_BUSY_TIMEOUT_MS`].
+    pub(crate) busy_timeout_ms: u32,
+    /// See [`crate::config::DEFAULT_EMBED_BATCH`].
+    pub(crate) embed_batch: usize,
+    /// Encoding of embeddings written from now on.
+    pub(crate) embedding_format: EmbeddingFormat,
+    /// See [`crate::config::DEFAULT_QUEUE_MAX_ATTEMPTS`].
+    pub(crate) queue_max_attempts: u32,
+    /// See [`crate::config::DEFAULT_QUEUE_RETRY_DELAY_SECS`].
+    pub(crate) queue_retry_delay_secs: u64,
+}
+
+impl StoreSettings {
+    fn of(config: &EngineConfig) -> StoreSettings {
+        StoreSettings {
+            db_path: config.db_path.clone(),
+            busy_timeout_ms: config.busy_timeout_ms,
+            embed_batch: config.embed_batch,
+            embedding_format: config.embedding_format,
+            queue_max_attempts: config.queue_max_attempts,
+            queue_retry_delay_secs: config.queue_retry_delay_secs,
+        }
+    }
 }
 
 /// Which vectors the store accepts, and whether the embedder produces them.
@@ -49,14 +83,14 @@ pub(crate) struct VectorTarget {
     pub(crate) embedder_matches: bool,
 }
 
-impl Engine {
+impl Store {
     /// Opens (creating and migrating when needed) the store at `config.db_path`.
     ///
     /// The store records the embedder's identity (model id, dimension) the first time it is
     /// opened, and again while it holds no vector at all. An embedder whose identity differs
     /// from a store that already holds vectors is not an error: the engine opens, writes land
     /// unembedded and are queued until a matching embedder is back (vectors are never mixed).
-    pub fn open(config: EngineConfig, embedder: Arc<dyn Embedder>) -> Result<Engine> {
+    pub(crate) fn open(config: &EngineConfig, embedder: Arc<dyn Embedder>) -> Result<Store> {
         config.validate()?;
         if config.db_path.as_os_str() == ":memory:" {
             return Err(Error::InvalidConfig {
@@ -67,8 +101,8 @@ impl Engine {
         }
         let writer = db::open_writer(&config.db_path, config.busy_timeout_ms)?;
         let vectors = settle_identity(&writer, embedder.as_ref())?;
-        Ok(Engine {
-            config,
+        Ok(Store {
+            settings: StoreSettings::of(config),
             embedder,
             writer: Mutex::new(writer),
             readers: Mutex::new(Vec::new()),
@@ -79,21 +113,16 @@ impl Engine {
         })
     }
 
-    /// The same engine scanning vectors with `kernels` (tests compare scalar and detected);
+    /// The same store scanning vectors with `kernels` (tests compare scalar and detected);
     /// generations load again on next use.
-    pub fn with_kernels(mut self, kernels: Kernels) -> Engine {
+    pub(crate) fn with_kernels(mut self, kernels: Kernels) -> Store {
         self.kernels = kernels;
         lock(&self.generations).clear();
         self
     }
 
-    /// The configuration the engine was opened with.
-    pub fn config(&self) -> &EngineConfig {
-        &self.config
-    }
-
     /// The highest change-log sequence number: "rows changed since seq S" reads `seq > S`.
-    pub fn change_log_head(&self) -> Result<i64> {
+    pub(crate) fn change_log_head(&self) -> Result<i64> {
         self.read(|conn| {
             Ok(
                 conn.query_row("SELECT COALESCE(MAX(seq), 0) FROM change_log", [], |row| {
@@ -109,7 +138,7 @@ impl Engine {
         let pooled = lock(&self.readers).pop();
         let conn = match pooled {
             Some(conn) => conn,
-            None => db::open_reader(&self.config.db_path, self.config.busy_timeout_ms)?,
+            None => db::open_reader(&self.settings.db_path, self.settings.busy_timeout_ms)?,
         };
         let res = f(&conn);
         let mut pool = lock(&self.readers);
@@ -159,7 +188,7 @@ impl Engine {
             ));
         }
         let mut blobs = Vec::with_capacity(texts.len());
-        for batch in texts.chunks(self.config.embed_batch) {
+        for batch in texts.chunks(self.settings.embed_batch) {
             let vectors = self.embedder.embed(batch).map_err(|err| err.to_string())?;
             if vectors.len() != batch.len() {
                 return Err(format!(
@@ -169,8 +198,9 @@ impl Engine {
                 ));
             }
             for vector in &vectors {
-                let blob = crate::vector::encode(vector, target.dim, self.config.embedding_format)
-                    .map_err(|err| err.to_string())?;
+                let blob =
+                    crate::vector::encode(vector, target.dim, self.settings.embedding_format)
+                        .map_err(|err| err.to_string())?;
                 blobs.push(blob);
             }
         }

@@ -5,7 +5,7 @@
 use serde::Serialize;
 
 use crate::config::{DEFAULT_PAUSE_TTL_SECS, MAX_PAUSE_TTL_SECS};
-use crate::store::{Engine, lock};
+use crate::store::{Store, lock};
 use crate::time::{format_ms, now_ms};
 
 /// The fields a paused write adds to its normal body.
@@ -64,7 +64,7 @@ fn scope_word(session_key: &str) -> &'static str {
     }
 }
 
-impl Engine {
+impl Store {
     /// `pause_persistence`: `ttl_seconds` `None` = 1800; clamped to 1..=86400.
     pub fn pause_persistence(&self, ttl_seconds: Option<u64>, session_key: &str) -> PauseOutcome {
         let ttl = ttl_seconds

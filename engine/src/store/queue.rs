@@ -6,7 +6,7 @@ use rusqlite::{Transaction, params};
 use serde::Serialize;
 
 use crate::error::Result;
-use crate::store::Engine;
+use crate::store::Store;
 use crate::time::now_ms;
 
 /// `get_queue_status`'s response (CPersona's shape plus `exhausted`).
@@ -69,10 +69,10 @@ pub(crate) fn dequeue(tx: &Transaction<'_>, table: &str, row_id: i64) -> Result<
     Ok(())
 }
 
-impl Engine {
+impl Store {
     /// `get_queue_status`.
     pub fn get_queue_status(&self) -> Result<QueueStatus> {
-        let max = self.config.queue_max_attempts;
+        let max = self.settings.queue_max_attempts;
         self.read(|conn| {
             let (pending, exhausted) = conn.query_row(
                 "SELECT COUNT(*), COALESCE(SUM(attempts >= ?), 0) FROM embedding_queue",
@@ -84,33 +84,24 @@ impl Engine {
                 pending,
                 exhausted,
                 max_retries: max,
-                retry_delay: self.config.queue_retry_delay_secs,
+                retry_delay: self.settings.queue_retry_delay_secs,
             })
         })
-    }
-
-    /// Embeds up to `max_rows` queued rows, oldest first, skipping rows that failed within the
-    /// retry delay or ran out of attempts. The server calls it periodically.
-    pub fn drain_embedding_queue(&self, max_rows: usize) -> Result<DrainOutcome> {
-        self.drain(max_rows, false)
-    }
-
-    /// Like [`Engine::drain_embedding_queue`], but also retries rows inside their retry delay
-    /// or out of attempts (an operator's explicit "embed now").
-    pub fn drain_embedding_queue_now(&self, max_rows: usize) -> Result<DrainOutcome> {
-        self.drain(max_rows, true)
     }
 
     /// Embedder calls are batched by [`crate::EngineConfig::embed_batch`]; each batch's
     /// vectors are written in one transaction, only if the row's text is unchanged since it
     /// was read.
-    fn drain(&self, max_rows: usize, force: bool) -> Result<DrainOutcome> {
+    /// Embeds up to `max_rows` queued rows, oldest first; `force` also retries rows inside
+    /// their retry delay or out of attempts (an operator's explicit "embed now"). Derived
+    /// rows (nodes, blocks) are filled by the caller (`derived::drain_embedding_queue`).
+    pub(crate) fn drain_queue(&self, max_rows: usize, force: bool) -> Result<DrainOutcome> {
         let now = now_ms();
         let (retry_before, max_attempts) = if force {
             (i64::MAX, u32::MAX)
         } else {
-            let delay_ms = (self.config.queue_retry_delay_secs as i64).saturating_mul(1000);
-            (now - delay_ms, self.config.queue_max_attempts)
+            let delay_ms = (self.settings.queue_retry_delay_secs as i64).saturating_mul(1000);
+            (now - delay_ms, self.settings.queue_max_attempts)
         };
         let due: Vec<(String, i64, String)> = self.read(|conn| {
             let mut stmt = conn.prepare(
@@ -142,8 +133,8 @@ impl Engine {
             derived_filled: 0,
         };
         let target = self.vector_target();
-        let format = self.config.embedding_format;
-        for batch in due.chunks(self.config.embed_batch) {
+        let format = self.settings.embedding_format;
+        for batch in due.chunks(self.settings.embed_batch) {
             let texts: Vec<&str> = batch.iter().map(|(_, _, text)| text.as_str()).collect();
             let result = self.embed_for_store(&texts);
             self.write(|tx| {
@@ -180,9 +171,6 @@ impl Engine {
                 outcome.last_error = Some(reason);
                 break;
             }
-        }
-        if outcome.last_error.is_none() {
-            outcome.derived_filled = self.fill_derived(max_rows)?;
         }
         outcome.remaining = self.get_queue_status()?.pending;
         Ok(outcome)

@@ -37,7 +37,7 @@ use crate::recall::stages::shape::Hydrated;
 use crate::recall::{Arm, ArmList, Ref, RefKind};
 use crate::recall::{RecallQuery, RecallResult, SCORING_VERSION};
 use crate::scope::Scope;
-use crate::store::Engine;
+use crate::store::Store;
 
 /// The version of this trace's shape; a replay refuses any other.
 pub const TRACE_VERSION: u32 = 1;
@@ -143,7 +143,7 @@ pub(crate) fn hydrated(r: Ref, stored: StoredContent) -> Hydrated {
 /// saw them) plus every other fused candidate, read in `scope` now.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn capture(
-    engine: &Engine,
+    store: &Store,
     conn: &Connection,
     scope: &Scope,
     query: &RecallQuery,
@@ -183,7 +183,7 @@ pub(crate) fn capture(
         }
         None => None,
     };
-    let target = engine.vector_target();
+    let target = store.vector_target();
     Ok(Capture {
         query: query.clone(),
         config: *config,

@@ -24,7 +24,7 @@ use serde::Serialize;
 use crate::error::Result;
 use crate::recall::{Arm, ArmList, Ref};
 use crate::scope::{AgentAxis, ChannelAxis, ProjectAxis, Scope};
-use crate::store::Engine;
+use crate::store::Store;
 use crate::store::generations::{IndexTable, Loaded};
 use crate::vector::{decode, format_from_tag};
 
@@ -286,7 +286,7 @@ impl TableSearch<'_> {
     /// Near and far lists of one table, each sorted and cut to depth.
     fn run(
         &self,
-        engine: &Engine,
+        store: &Store,
         loaded: Option<&Loaded>,
         query: &[f32],
     ) -> Result<(Vec<Scored>, Vec<Scored>, VectorTableReport)> {
@@ -302,7 +302,7 @@ impl TableSearch<'_> {
         // the window key comes from SQLite and rows stream into the near/far sets.
         let mut tail: Vec<(i64, i64, Vec<f32>)> = Vec::new();
         let mut filter: Option<RowFilter> = None;
-        let key = engine.read(|conn| {
+        let key = store.read(|conn| {
             let tx = conn.unchecked_transaction()?;
             let key = match loaded {
                 Some(l) => {
@@ -389,7 +389,7 @@ impl TableSearch<'_> {
                 }));
             }
         }
-        let kernels = engine.kernels;
+        let kernels = store.kernels;
         for (tail, created, out) in [
             (&near_tail, &near_created, &mut near),
             (&far_tail, &far_created, &mut far),
@@ -410,18 +410,18 @@ impl TableSearch<'_> {
 
 /// Runs the vector arm over memories and episodes for `scope`, each list cut to `depth`.
 pub(crate) fn search(
-    engine: &Engine,
+    store: &Store,
     scope: &Scope,
     query: &[f32],
     depth: usize,
     window: usize,
 ) -> Result<VectorLists> {
-    let target = engine.vector_target();
+    let target = store.vector_target();
     let mut near = Vec::new();
     let mut far = Vec::new();
     let mut report = VectorReport::default();
     for table in IndexTable::ALL {
-        let loaded = engine.loaded_generation(table);
+        let loaded = store.loaded_generation(table);
         let search = TableSearch {
             table,
             scope,
@@ -430,7 +430,7 @@ pub(crate) fn search(
             depth,
             window,
         };
-        let (n, f, r) = search.run(engine, loaded.as_deref(), query)?;
+        let (n, f, r) = search.run(store, loaded.as_deref(), query)?;
         near.extend(n);
         far.extend(f);
         report.tables.push(r);

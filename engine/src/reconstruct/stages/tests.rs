@@ -586,18 +586,19 @@ fn engine() -> (tempfile::TempDir, crate::Engine) {
 }
 
 fn candidate_set(engine: &crate::Engine, count: usize, m: Mutation) -> Vec<Ref> {
-    let r = engine
-        .reconstruct_with(
-            &crate::ReconstructRequest {
-                agent_id: "a".into(),
-                query: "apple river stone".into(),
-                count: Some(count),
-                trace: true,
-                ..crate::ReconstructRequest::default()
-            },
-            m,
-        )
-        .unwrap();
+    let r = crate::reconstruct::reconstruct_with(
+        engine.store_handle(),
+        engine.config(),
+        &crate::ReconstructRequest {
+            agent_id: "a".into(),
+            query: "apple river stone".into(),
+            count: Some(count),
+            trace: true,
+            ..crate::ReconstructRequest::default()
+        },
+        m,
+    )
+    .unwrap();
     let mut refs = r.response.trace.unwrap().candidate_refs;
     refs.sort();
     refs

@@ -82,18 +82,19 @@ fn store(engine: &crate::Engine, content: &str, at: &str) {
 }
 
 fn reconstruct(engine: &crate::Engine, m: Mutation) -> Vec<Item> {
-    engine
-        .reconstruct_with(
-            &crate::ReconstructRequest {
-                agent_id: "a".into(),
-                query: QUERY.into(),
-                ..crate::ReconstructRequest::default()
-            },
-            m,
-        )
-        .unwrap()
-        .response
-        .items
+    crate::reconstruct::reconstruct_with(
+        engine.store_handle(),
+        engine.config(),
+        &crate::ReconstructRequest {
+            agent_id: "a".into(),
+            query: QUERY.into(),
+            ..crate::ReconstructRequest::default()
+        },
+        m,
+    )
+    .unwrap()
+    .response
+    .items
 }
 
 fn chars_at(text: &str, r: [usize; 2]) -> String {
@@ -138,6 +139,7 @@ fn sign_bits_rank_when_a_block_lacks_int8_and_text_when_there_are_no_blocks() {
     let (_dir, engine) = engine();
     store(&engine, &long_record(), "2024-01-01T10:00:00Z");
     engine
+        .store_handle()
         .write(|tx| {
             tx.execute(
                 "UPDATE record_blocks SET embedding_i8 = NULL WHERE block_index = 0",
@@ -150,6 +152,7 @@ fn sign_bits_rank_when_a_block_lacks_int8_and_text_when_there_are_no_blocks() {
     let item = head_of(&items, Ref::mem(1));
     assert_eq!(item.quote_basis, QuoteBasis::Bits);
     engine
+        .store_handle()
         .write(|tx| {
             tx.execute("DELETE FROM record_blocks", [])?;
             Ok(())

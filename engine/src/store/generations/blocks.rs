@@ -18,7 +18,7 @@ use cpersona_index::{
 
 use crate::error::Result;
 use crate::recall::{Ref, RefKind};
-use crate::store::Engine;
+use crate::store::Store;
 use crate::store::generations::changelog_head;
 
 /// Bits of the block index inside a row id.
@@ -47,13 +47,13 @@ pub fn split_block_row_id(row_id: i64) -> (Ref, usize) {
 /// Writes the block generation numbered `generation` to `path` from one read transaction;
 /// returns the change-log head it read and what the writer wrote.
 pub(crate) fn build(
-    engine: &Engine,
+    store: &Store,
     path: &Path,
     generation: u64,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<(u64, WriteSummary)> {
-    let target = engine.vector_target();
-    engine.read(|conn| {
+    let target = store.vector_target();
+    store.read(|conn| {
         let tx = conn.unchecked_transaction()?;
         let head = changelog_head(&tx)?;
         let schema_version: u32 = tx.query_row("PRAGMA user_version", [], |row| row.get(0))?;

@@ -28,7 +28,7 @@ use serde::Serialize;
 pub(crate) mod blocks;
 
 use crate::error::Result;
-use crate::store::{Engine, lock};
+use crate::store::{Store, lock};
 use crate::vector::{decode, format_from_tag};
 
 /// The longest `source` code stored in a generation's dictionary.
@@ -181,10 +181,10 @@ fn source_code(source: &str) -> String {
     code[..end].to_owned()
 }
 
-impl Engine {
+impl Store {
     /// The generation file of `table`: `<db_path>.<table>.gen`.
     pub fn generation_path(&self, table: IndexTable) -> PathBuf {
-        let mut path = self.config.db_path.clone().into_os_string();
+        let mut path = self.settings.db_path.clone().into_os_string();
         path.push(format!(".{}.gen", table.name()));
         PathBuf::from(path)
     }

@@ -46,6 +46,7 @@
 use serde::Serialize;
 
 use super::{Attribution, Counterfactual, FailureCode, RowFacts, try_change};
+use crate::config::EngineConfig;
 use crate::error::Result;
 use crate::recall::Ref;
 use crate::recall::arms::envelope::{self, QueryVector};
@@ -55,7 +56,7 @@ use crate::recall::stages::deliberate::{self, CueConfig, CueRow, Sufficiency};
 use crate::recall::stages::pipeline::CuePlan;
 use crate::recall::stages::prior::{CuePrior, Prior};
 use crate::scope::Scope;
-use crate::store::Engine;
+use crate::store::Store;
 use crate::time::format_ms;
 use crate::trace::replay::{ReplayChanges, replay};
 use crate::trace::{PoolContent, PoolRow, RecallTrace, TraceCueRequest};
@@ -426,42 +427,45 @@ fn cue_replay(
     })
 }
 
-impl Engine {
-    /// Re-runs the loop's envelope fetch for `period` in the trace's scope, scored against
-    /// the trace's query embedded again (no cosines when the embedder cannot): the store's
-    /// half of the loop codes' replays ([`LoopInputs::refetch`]).
-    pub fn refetch_envelope(&self, trace: &RecallTrace, period: Period) -> Result<EnvelopeFetch> {
-        let s = &trace.scope;
-        let scope = Scope::read(
-            Some(s.agent_id.as_str()),
-            s.project_id.as_deref(),
-            s.channel.as_deref(),
-        );
-        let target = self.vector_target();
-        let vector = if target.embedder_matches && !trace.query.blank {
-            self.embedder
-                .embed(&[trace.query.text.as_str()])
-                .ok()
-                .and_then(|mut v| v.pop())
-                .filter(|v| v.len() == target.dim)
-        } else {
-            None
-        };
-        let query = vector.as_deref().map(|vector| QueryVector {
-            vector,
-            model_id: &target.model_id,
-            dim: target.dim,
-        });
-        let row_cap = self.config.recall.cue.row_cap;
-        let relations = self.config.associations_enabled;
-        self.read(|conn| {
-            let fetched =
-                envelope::fetch(conn, &scope, period, query.as_ref(), row_cap, relations)?;
-            Ok(EnvelopeFetch {
-                rows: fetched.rows,
-                cut: fetched.cut,
-                context: fetched.context,
-            })
+/// Re-runs the loop's envelope fetch for `period` in the trace's scope, scored against
+/// the trace's query embedded again (no cosines when the embedder cannot): the store's
+/// half of the loop codes' replays ([`LoopInputs::refetch`]).
+pub(crate) fn refetch_envelope(
+    store: &Store,
+    config: &EngineConfig,
+    trace: &RecallTrace,
+    period: Period,
+) -> Result<EnvelopeFetch> {
+    let s = &trace.scope;
+    let scope = Scope::read(
+        Some(s.agent_id.as_str()),
+        s.project_id.as_deref(),
+        s.channel.as_deref(),
+    );
+    let target = store.vector_target();
+    let vector = if target.embedder_matches && !trace.query.blank {
+        store
+            .embedder
+            .embed(&[trace.query.text.as_str()])
+            .ok()
+            .and_then(|mut v| v.pop())
+            .filter(|v| v.len() == target.dim)
+    } else {
+        None
+    };
+    let query = vector.as_deref().map(|vector| QueryVector {
+        vector,
+        model_id: &target.model_id,
+        dim: target.dim,
+    });
+    let row_cap = config.recall.cue.row_cap;
+    let relations = config.associations_enabled;
+    store.read(|conn| {
+        let fetched = envelope::fetch(conn, &scope, period, query.as_ref(), row_cap, relations)?;
+        Ok(EnvelopeFetch {
+            rows: fetched.rows,
+            cut: fetched.cut,
+            context: fetched.context,
         })
-    }
+    })
 }

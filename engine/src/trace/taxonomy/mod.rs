@@ -18,7 +18,7 @@ use serde::Serialize;
 use crate::error::Result;
 use crate::recall::{Ref, RefKind};
 use crate::scope::Scope;
-use crate::store::Engine;
+use crate::store::Store;
 use crate::trace::replay::{ReplayChanges, replay, trace_refs_best_first};
 use crate::trace::{ExclusionReason, RecallTrace};
 
@@ -341,50 +341,48 @@ fn not_a_candidate(
     att
 }
 
-impl Engine {
-    /// What the store holds about `r` for a caller in (`agent_id`, `project_id`, `channel`).
-    pub fn row_facts(
-        &self,
-        agent_id: &str,
-        project_id: Option<&str>,
-        channel: Option<&str>,
-        r: Ref,
-    ) -> Result<RowFacts> {
-        let table = match r.kind {
-            RefKind::Mem => "memories",
-            RefKind::Ep => "episodes",
+/// What the store holds about `r` for a caller in (`agent_id`, `project_id`, `channel`).
+pub(crate) fn row_facts(
+    store: &Store,
+    agent_id: &str,
+    project_id: Option<&str>,
+    channel: Option<&str>,
+    r: Ref,
+) -> Result<RowFacts> {
+    let table = match r.kind {
+        RefKind::Mem => "memories",
+        RefKind::Ep => "episodes",
+    };
+    let time = match r.kind {
+        RefKind::Mem => "timestamp_ms",
+        RefKind::Ep => "start_ms",
+    };
+    let target = store.vector_target();
+    let scope = Scope::read(Some(agent_id), project_id, channel);
+    store.read(|conn| {
+        let found: Option<(bool, Option<i64>)> = conn
+            .query_row(
+                &format!(
+                    "SELECT embedding IS NOT NULL AND embedding_model = ?2 \
+                     AND embedding_dim = ?3, {time} FROM {table} WHERE id = ?1"
+                ),
+                rusqlite::params![r.id, target.model_id, target.dim as i64],
+                |row| Ok((row.get(0)?, row.get(1)?)),
+            )
+            .map(Some)
+            .or_else(|err| match err {
+                rusqlite::Error::QueryReturnedNoRows => Ok(None),
+                err => Err(err),
+            })?;
+        let in_scope = match found {
+            None => false,
+            Some(_) => crate::recall::read_scoped(conn, &scope, r)?.is_some(),
         };
-        let time = match r.kind {
-            RefKind::Mem => "timestamp_ms",
-            RefKind::Ep => "start_ms",
-        };
-        let target = self.vector_target();
-        let scope = Scope::read(Some(agent_id), project_id, channel);
-        self.read(|conn| {
-            let found: Option<(bool, Option<i64>)> = conn
-                .query_row(
-                    &format!(
-                        "SELECT embedding IS NOT NULL AND embedding_model = ?2 \
-                         AND embedding_dim = ?3, {time} FROM {table} WHERE id = ?1"
-                    ),
-                    rusqlite::params![r.id, target.model_id, target.dim as i64],
-                    |row| Ok((row.get(0)?, row.get(1)?)),
-                )
-                .map(Some)
-                .or_else(|err| match err {
-                    rusqlite::Error::QueryReturnedNoRows => Ok(None),
-                    err => Err(err),
-                })?;
-            let in_scope = match found {
-                None => false,
-                Some(_) => crate::recall::read_scoped(conn, &scope, r)?.is_some(),
-            };
-            Ok(RowFacts {
-                exists: found.is_some(),
-                in_scope,
-                embedded: found.is_some_and(|f| f.0),
-                at_ms: found.and_then(|f| f.1),
-            })
+        Ok(RowFacts {
+            exists: found.is_some(),
+            in_scope,
+            embedded: found.is_some_and(|f| f.0),
+            at_ms: found.and_then(|f| f.1),
         })
-    }
+    })
 }
