@@ -17,11 +17,7 @@ pub const DEFAULT_MAX_PROFILE_CHARS: usize = 2_000;
 /// `CPERSONA_MAX_METADATA_LENGTH`). Over it the write is refused, never cut: cut JSON is
 /// not JSON.
 pub const DEFAULT_MAX_METADATA_CHARS: usize = 8_000;
-/// Key fields (agent_id, project_id, channel, msg_id, user ids) cap in characters, fixed in
-/// CPersona 2.6 at 256: they are identifiers, not text.
-pub const MAX_KEY_CHARS: usize = 256;
-/// Timestamp text cap in characters (CPersona 2.6 fixes 64): no ISO-8601 instant is longer.
-pub const MAX_TIMESTAMP_CHARS: usize = 64;
+pub use crate::text::{MAX_KEY_CHARS, MAX_TIMESTAMP_CHARS};
 /// Import file cap in bytes (CPersona's `CPERSONA_MAX_IMPORT_BYTES`, 100 MiB): bounds the
 /// memory one import may hold while it validates the file before writing.
 pub const DEFAULT_MAX_IMPORT_BYTES: u64 = 104_857_600;
@@ -48,26 +44,11 @@ pub const DEFAULT_PAUSE_TTL_SECS: u64 = 1_800;
 /// The longest pause one call may ask for.
 pub const MAX_PAUSE_TTL_SECS: u64 = 86_400;
 
-/// How stored embeddings are encoded. Recorded per row, so a store may hold both.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum EmbeddingFormat {
-    /// Little-endian f32, 4 bytes per dimension (CPersona's blob format).
-    #[default]
-    F32,
-    /// Little-endian IEEE half, 2 bytes per dimension: half the file for a cosine error
-    /// below 1e-3 on unit vectors.
-    F16,
-}
+pub use crate::reconstruct::stages::config::ReconstructConfig;
+pub use crate::vector::EmbeddingFormat;
 
-impl EmbeddingFormat {
-    /// The tag stored in the `embedding_format` column.
-    pub fn tag(self) -> &'static str {
-        match self {
-            EmbeddingFormat::F32 => "f32",
-            EmbeddingFormat::F16 => "f16",
-        }
-    }
-}
+/// CPersona's `CPERSONA_MAX_MEMORIES`: the vector scan window per table (newest rows in scope).
+pub const MAX_MEMORIES: usize = 10_000;
 
 /// Everything the engine needs to open a store.
 #[derive(Clone, Debug)]
@@ -100,11 +81,11 @@ pub struct EngineConfig {
     /// `CPERSONA_EXPORT_DIR`); when unset only `..` segments are refused.
     pub export_dir: Option<PathBuf>,
     /// Vector scan window per table: the newest rows in scope that form the near list
-    /// (CPersona's `CPERSONA_MAX_MEMORIES`, default [`crate::MAX_MEMORIES`]); older rows go
+    /// (CPersona's `CPERSONA_MAX_MEMORIES`, default [`MAX_MEMORIES`]); older rows go
     /// to the far list.
     pub scan_window: usize,
     /// The recall stages' settings (fusion, depth, gate, preview tier).
-    pub recall: crate::recall::RecallConfig,
+    pub recall: crate::recall::stages::config::RecallConfig,
     /// Reconstruct's window, budget and bundling settings.
     pub reconstruct: ReconstructConfig,
     /// Declared associations (`declare_associations`, `traverse`, the association cue in
@@ -133,8 +114,8 @@ impl EngineConfig {
             busy_timeout_ms: DEFAULT_BUSY_TIMEOUT_MS,
             embedding_format: EmbeddingFormat::F32,
             export_dir: None,
-            scan_window: crate::MAX_MEMORIES,
-            recall: crate::recall::RecallConfig::default(),
+            scan_window: MAX_MEMORIES,
+            recall: crate::recall::stages::config::RecallConfig::default(),
             reconstruct: ReconstructConfig::default(),
             associations_enabled: false,
             propagation_seat: false,
@@ -172,138 +153,6 @@ impl EngineConfig {
                 field: "db_path",
                 reason: "is empty".into(),
             });
-        }
-        Ok(())
-    }
-}
-
-/// Reconstruct's settings (design §7, reference cpersona-2.6.14 §4 and §7 "Reconstruct").
-/// The defaults are the shipped line's, not the design page's where they differ.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
-pub struct ReconstructConfig {
-    /// Items when the caller names no count. **[design≠code]** the design page says 1; the
-    /// shipped 2.6 line (reference §4.1) ships 10, the value a reader measurement asked for,
-    /// and this follows the shipped line.
-    pub default_count: usize,
-    /// The absolute ceiling on items (`CPERSONA_RECONSTRUCT_MAX_COUNT`, 10).
-    pub max_count: usize,
-    /// An operator-pinned count that wins over the caller's (unset by default).
-    pub forced_count: Option<usize>,
-    /// Candidate rows asked of recall (`CPERSONA_RECONSTRUCT_TOP_K`, 20): the pool's depth,
-    /// never derived from the count.
-    pub top_k: usize,
-    /// Relation hops the walk may take (`CPERSONA_RECONSTRUCT_MAX_HOPS`, 2, at most 5).
-    pub max_hops: usize,
-    /// Claims retained per item (`CPERSONA_RECONSTRUCT_MAX_EVIDENCE`, 40, at most 100).
-    pub max_evidence: usize,
-    /// The whole adjacency burst must fit in this many milliseconds
-    /// (`CPERSONA_RECONSTRUCT_ADJACENCY_SECONDS` 60 s).
-    pub adjacency_ms: i64,
-    /// Head quote size of the first `full_quotes` items (800; 0 = one preview-tier excerpt).
-    pub quote_chars: usize,
-    /// How many items get the full head quote (5).
-    pub full_quotes: usize,
-    /// Head quote size after them (400).
-    pub tail_quote_chars: usize,
-    /// The preview tier's size: every other claim's excerpt is cut to it (500).
-    pub excerpt_chars: usize,
-    /// The payload budget when nobody names one (4,000 characters of quoted text; raised to
-    /// the window's head quotes summed when that is more).
-    pub default_budget: usize,
-    /// The ceiling on the payload budget (20,000).
-    pub max_budget: usize,
-    /// An operator-pinned budget (unset by default).
-    pub forced_budget: Option<usize>,
-}
-
-impl Default for ReconstructConfig {
-    fn default() -> ReconstructConfig {
-        ReconstructConfig {
-            default_count: 10,
-            max_count: 10,
-            forced_count: None,
-            top_k: 20,
-            max_hops: 2,
-            max_evidence: 40,
-            adjacency_ms: 60_000,
-            quote_chars: 800,
-            full_quotes: 5,
-            tail_quote_chars: 400,
-            excerpt_chars: 500,
-            default_budget: 4_000,
-            max_budget: 20_000,
-            forced_budget: None,
-        }
-    }
-}
-
-impl ReconstructConfig {
-    /// The largest `top_k` a call may ask (the library ceiling).
-    pub const TOP_K_CEILING: usize = 100;
-    /// The most hops a walk may take.
-    pub const MAX_HOPS_CEILING: usize = 5;
-    /// The most claims an item may retain.
-    pub const MAX_EVIDENCE_CEILING: usize = 100;
-
-    /// A default or forced value above its maximum is a start-up error, never a clamp.
-    pub fn validate(&self) -> Result<()> {
-        let bad = |field: &'static str, reason: String| Err(Error::InvalidConfig { field, reason });
-        if self.max_count == 0 {
-            return bad("reconstruct.max_count", "must be at least 1".into());
-        }
-        for (field, count) in [
-            ("reconstruct.default_count", Some(self.default_count)),
-            ("reconstruct.forced_count", self.forced_count),
-        ] {
-            if let Some(count) = count
-                && count > self.max_count
-            {
-                return bad(
-                    field,
-                    format!("{count} is above the maximum count {}", self.max_count),
-                );
-            }
-        }
-        if !(1..=Self::TOP_K_CEILING).contains(&self.top_k) {
-            return bad("reconstruct.top_k", "must be in 1..=100".into());
-        }
-        if self.max_hops > Self::MAX_HOPS_CEILING {
-            return bad("reconstruct.max_hops", "must be at most 5".into());
-        }
-        if !(1..=Self::MAX_EVIDENCE_CEILING).contains(&self.max_evidence) {
-            return bad("reconstruct.max_evidence", "must be in 1..=100".into());
-        }
-        if self.adjacency_ms < 0 {
-            return bad("reconstruct.adjacency_ms", "must be >= 0".into());
-        }
-        if self.excerpt_chars == 0 {
-            return bad("reconstruct.excerpt_chars", "must be at least 1".into());
-        }
-        if self.quote_chars > 0
-            && (self.tail_quote_chars == 0 || self.tail_quote_chars > self.quote_chars)
-        {
-            return bad(
-                "reconstruct.tail_quote_chars",
-                format!("must be in 1..={}", self.quote_chars),
-            );
-        }
-        let floor = self.excerpt_chars;
-        for (field, budget) in [
-            ("reconstruct.max_budget", Some(self.max_budget)),
-            ("reconstruct.default_budget", Some(self.default_budget)),
-            ("reconstruct.forced_budget", self.forced_budget),
-        ] {
-            if let Some(budget) = budget {
-                if budget < floor {
-                    return bad(field, format!("{budget} is below one excerpt ({floor})"));
-                }
-                if budget > self.max_budget {
-                    return bad(
-                        field,
-                        format!("{budget} is above the maximum budget {}", self.max_budget),
-                    );
-                }
-            }
         }
         Ok(())
     }

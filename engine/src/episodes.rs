@@ -242,7 +242,7 @@ pub(crate) fn archive_episode(
         })?;
     // The summary's derived sets, after the commit, as store does for a memory.
     if let Some(id) = outcome.episode_id {
-        outcome.derived = crate::derived::derived_after_write(store, crate::recall::Ref::ep(id));
+        outcome.derived = crate::derived::derived_after_write(store, crate::refs::Ref::ep(id));
     }
     Ok(outcome)
 }

@@ -19,10 +19,10 @@ pub enum Error {
     Index(#[from] cpersona_index::Error),
     /// A recall input or setting was refused.
     #[error(transparent)]
-    Recall(#[from] crate::recall::RecallError),
+    Recall(#[from] RecallError),
     /// The gate could not be calibrated from the stored vectors.
     #[error(transparent)]
-    Calibration(#[from] crate::recall::stages::calibrate::CalibrationError),
+    Calibration(#[from] CalibrationError),
     /// SQLite failed.
     #[error("sqlite: {0}")]
     Sqlite(#[from] rusqlite::Error),
@@ -118,4 +118,55 @@ impl Error {
             reason: reason.into(),
         }
     }
+}
+
+/// A refused recall input.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RecallError {
+    /// The Recall Depth bounds are out of order.
+    #[error(
+        "invalid recall depth: floor {floor}, default {default}, max {max} (need 1 <= floor <= default <= max)"
+    )]
+    InvalidDepth {
+        floor: usize,
+        default: usize,
+        max: usize,
+    },
+    /// `get_contents` got no refs.
+    #[error("refs must be a non-empty list of mem:<id> or ep:<id>")]
+    NoRefs,
+    /// `get_contents` got more refs than it serves.
+    #[error("too many refs ({given}; max {max})")]
+    TooManyRefs { given: usize, max: usize },
+    /// A configuration value is out of range.
+    #[error("invalid recall setting {name}: {reason}")]
+    InvalidSetting {
+        name: &'static str,
+        reason: &'static str,
+    },
+}
+
+impl RecallError {
+    /// True when the caller can fix this by changing its input (every variant).
+    pub fn is_user_error(&self) -> bool {
+        true
+    }
+}
+
+/// Why there is no calibration.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum CalibrationError {
+    /// `vectors` and `sessions` differ in length.
+    #[error("calibration got {vectors} vectors and {sessions} session labels")]
+    LengthMismatch { vectors: usize, sessions: usize },
+    /// Too few usable pairs.
+    #[error(
+        "too few pairs to calibrate: {null_pairs} null, {positive_pairs} positive, {needed} needed of each"
+    )]
+    TooFewPairs {
+        null_pairs: usize,
+        positive_pairs: usize,
+        needed: usize,
+    },
 }

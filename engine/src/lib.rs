@@ -15,7 +15,8 @@ use cpersona_index::Kernels;
 
 use crate::embed::Embedder;
 use crate::recall::stages::contents::ContentsResponse;
-use crate::recall::{ArmList, Period, Ref};
+use crate::recall::{ArmList, Period};
+use crate::refs::Ref;
 use crate::store::Store;
 use crate::trace::RecallTrace;
 use crate::trace::taxonomy::{EnvelopeFetch, RowFacts};
@@ -24,6 +25,7 @@ use std::path::PathBuf;
 pub mod config;
 pub mod embed;
 pub mod error;
+pub mod refs;
 pub mod scope;
 pub mod source;
 pub mod text;
@@ -73,7 +75,7 @@ pub use profiles::{GetProfileOutcome, UpdateProfileOutcome, UpdateProfileRequest
 pub use recall::arms::lexical::{CapActed, CapPolicy};
 pub use recall::arms::probe::LexicalArms;
 pub use recall::arms::vector::VectorTableReport;
-pub use recall::precision::{PRESETS, PrecisionOutcome, precision_label};
+pub use recall::calibration::{PRESETS, PrecisionOutcome, precision_label};
 pub use recall::stages::cue::{CueConfidence, TimeCue};
 pub use recall::{
     CALIBRATION_SAMPLE_ROWS, CalibrationOutcome, MAX_MEMORIES, POOL_COUNT_CAP, PREFILTER_MIN_ROWS,
@@ -242,12 +244,12 @@ impl Engine {
     // recall/precision.rs
     /// The agent's own β, if one is set.
     pub fn recall_beta(&self, agent_id: &str) -> Result<Option<f64>> {
-        recall::precision::recall_beta(&self.store, agent_id)
+        recall::calibration::recall_beta(&self.store, agent_id)
     }
 
     /// The β calibration uses for `agent_id`: its own, else the configured global one.
     pub fn effective_recall_beta(&self, agent_id: &str) -> Result<f64> {
-        recall::precision::effective_recall_beta(&self.store, &self.config, agent_id)
+        recall::calibration::effective_recall_beta(&self.store, &self.config, agent_id)
     }
 
     /// Sets (`Some`) or clears (`None`) the agent's β, then recalibrates the agent with it.
@@ -256,7 +258,7 @@ impl Engine {
         agent_id: &str,
         beta: Option<f64>,
     ) -> Result<PrecisionOutcome> {
-        recall::precision::set_recall_precision(&self.store, &self.config, agent_id, beta)
+        recall::calibration::set_recall_precision(&self.store, &self.config, agent_id, beta)
     }
 
     // recall/arms/probe.rs

@@ -4,6 +4,13 @@
 
 use crate::error::{Error, Result};
 
+/// Key fields (agent_id, project_id, channel, msg_id, user ids) cap in characters, fixed in
+/// CPersona 2.6 at 256: they are identifiers, not text.
+pub const MAX_KEY_CHARS: usize = 256;
+/// Timestamp text cap in characters (CPersona 2.6 fixes 64): no ISO-8601 instant is longer.
+pub const MAX_TIMESTAMP_CHARS: usize = 64;
+
+
 /// Text that passed the sanitiser.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Sanitised {
@@ -90,17 +97,17 @@ fn strip_annotations(text: &str) -> String {
     out
 }
 
-/// A key field (agent, project, channel, msg id): at most [`crate::config::MAX_KEY_CHARS`]
+/// A key field (agent, project, channel, msg id): at most [`MAX_KEY_CHARS`]
 /// characters and no NUL.
 pub fn check_key(field: &'static str, value: &str) -> Result<()> {
     if value.contains('\0') {
         return Err(Error::invalid(field, "holds a NUL character"));
     }
     let n_chars = value.chars().count();
-    if n_chars > crate::config::MAX_KEY_CHARS {
+    if n_chars > MAX_KEY_CHARS {
         return Err(Error::invalid(
             field,
-            format!("{n_chars} chars, max {}", crate::config::MAX_KEY_CHARS),
+            format!("{n_chars} chars, max {}", MAX_KEY_CHARS),
         ));
     }
     Ok(())

@@ -22,7 +22,7 @@ use unicode_normalization::UnicodeNormalization;
 
 use crate::config::EngineConfig;
 use crate::error::{Error, Result};
-use crate::recall::{Ref, RefKind};
+use crate::refs::{Ref, RefKind};
 use crate::scope::Scope;
 use crate::store::Store;
 use crate::store::pauses::NoPersist;

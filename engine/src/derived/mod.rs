@@ -26,7 +26,7 @@ use crate::derived::blocks::{Block, BlockChoice, BlockVectors, int8_codes, segme
 use crate::derived::nodes::{NodeSpan, divide};
 use crate::error::Result;
 use crate::recall::stages::contents::StoredContent;
-use crate::recall::{Ref, RefKind};
+use crate::refs::{Ref, RefKind};
 use crate::store::Store;
 use crate::vector::decode;
 

@@ -294,7 +294,7 @@ pub(crate) fn store(
             })
         })?;
     if let (StoreResult::Stored, Some(StoreId::Row(id))) = (outcome.result, &outcome.id) {
-        outcome.derived = crate::derived::derived_after_write(store, crate::recall::Ref::mem(*id));
+        outcome.derived = crate::derived::derived_after_write(store, crate::refs::Ref::mem(*id));
     }
     Ok(outcome)
 }
@@ -376,7 +376,7 @@ pub(crate) fn update_memory(
         })
     })?;
     outcome.derived =
-        crate::derived::derived_after_write(store, crate::recall::Ref::mem(req.memory_id));
+        crate::derived::derived_after_write(store, crate::refs::Ref::mem(req.memory_id));
     Ok(outcome)
 }
 
@@ -459,7 +459,7 @@ fn validate_store(config: &EngineConfig, req: &StoreRequest) -> Result<ValidStor
     let now = now_ms();
     let (timestamp, timestamp_ms) = match &req.timestamp {
         Some(text) => {
-            if text.chars().count() > crate::config::MAX_TIMESTAMP_CHARS {
+            if text.chars().count() > crate::text::MAX_TIMESTAMP_CHARS {
                 return Err(Error::invalid("timestamp", "longer than 64 chars"));
             }
             (text.clone(), parse_iso8601_ms(text)?)

@@ -4,12 +4,12 @@
 
 use rusqlite::{Transaction, params};
 
-use super::import::{Embedding, ImportOutcome, Record};
+use super::record::{Embedding, ImportOutcome, Record};
 use crate::error::Result;
 use crate::store::VectorTarget;
 
 /// The store's vector target and the format rows are written in.
-pub(super) type Target = (VectorTarget, crate::EmbeddingFormat);
+pub(super) type Target = (VectorTarget, crate::vector::EmbeddingFormat);
 
 /// One committed batch: large ones take the bulk FTS path (`super::bulk`), all within `tx`.
 pub(super) fn apply_batch(
@@ -76,7 +76,7 @@ pub(super) fn apply(
                 outcome.imported_memories += 1;
                 crate::derived::write_offsets(
                     tx,
-                    crate::recall::Ref::mem(tx.last_insert_rowid()),
+                    crate::refs::Ref::mem(tx.last_insert_rowid()),
                     content,
                     [&axes.agent_id, &axes.project_id, &axes.channel],
                 )?;
@@ -117,7 +117,7 @@ pub(super) fn apply(
                 outcome.imported_episodes += 1;
                 crate::derived::write_offsets(
                     tx,
-                    crate::recall::Ref::ep(tx.last_insert_rowid()),
+                    crate::refs::Ref::ep(tx.last_insert_rowid()),
                     summary,
                     [&axes.agent_id, &axes.project_id, &axes.channel],
                 )?;

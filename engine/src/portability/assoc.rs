@@ -15,7 +15,8 @@ use rusqlite::types::Value as SqlValue;
 use rusqlite::{Connection, OptionalExtension, Transaction, params};
 use serde_json::{Map, Value, json};
 
-use super::import::{ImportOutcome, Record, axes_of, note};
+use super::fields::{axes_of, note};
+use super::record::{ImportOutcome, Record};
 use crate::associations::normalize;
 use crate::error::{Error, Result};
 use crate::time::{format_ms, now_ms, parse_iso8601_ms};

@@ -231,7 +231,7 @@ fn add_embedding(line: &mut Value, blob: Option<Vec<u8>>, tag: &str, model: Stri
     let Some(vector) = decode(&blob, format) else {
         return;
     };
-    let Ok(f32_blob) = encode(&vector, vector.len(), crate::EmbeddingFormat::F32) else {
+    let Ok(f32_blob) = encode(&vector, vector.len(), crate::vector::EmbeddingFormat::F32) else {
         return;
     };
     if let Value::Object(map) = line {

@@ -3,7 +3,7 @@
 
 use serde_json::{Map, Value};
 
-use super::import::{Axes, ImportOutcome, MAX_LISTED_ERRORS};
+use super::record::{Axes, ImportOutcome, MAX_LISTED_ERRORS};
 use crate::error::Result;
 use crate::text::check_key;
 use crate::time::parse_iso8601_ms;

@@ -3,128 +3,18 @@
 //! transactions. Re-importing a file skips every row (dedup on the exact bucket).
 //! Pre-computed embeddings are kept when their width matches the store; others are queued.
 
-use std::path::PathBuf;
 
-use serde::Serialize;
 use serde_json::{Map, Value};
 
 use super::assoc::{self, Pending};
-use super::fields::{axes, flag, json_text, optional_instant, string};
-pub(super) use super::fields::{axes_of, note};
+use super::fields::{axes, flag, json_text, note, optional_instant, string};
+use super::record::{Embedding, ImportOutcome, ImportRequest, Record};
 use crate::config::EngineConfig;
 use crate::error::{Error, Result};
-use crate::store::pauses::NoPersist;
 use crate::store::{Store, VectorTarget};
 use crate::text::{check_key, sanitise};
 use crate::time::{now_ms, parse_iso8601_ms};
 use crate::vector::{base64_decode, decode, encode};
-
-/// The most row errors listed in a response; the rest are counted in `errors_omitted`.
-pub(crate) const MAX_LISTED_ERRORS: usize = 100;
-
-/// `import_memories`' arguments.
-#[derive(Clone, Debug, Default)]
-pub struct ImportRequest {
-    /// The JSONL file.
-    pub input_path: PathBuf,
-    /// When not empty, every row is imported under this agent.
-    pub target_agent_id: String,
-    /// Count what would be imported, write nothing.
-    pub dry_run: bool,
-    /// Pause bucket.
-    pub session_key: String,
-}
-
-/// `import_memories`' response.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Default)]
-pub struct ImportOutcome {
-    /// True.
-    pub ok: bool,
-    /// Echo of the request.
-    pub dry_run: bool,
-    /// Memories written.
-    pub imported_memories: usize,
-    /// Memories skipped (duplicates, or invalid rows listed in `errors`).
-    pub skipped_memories: usize,
-    /// Episodes written.
-    pub imported_episodes: usize,
-    /// Episodes skipped.
-    pub skipped_episodes: usize,
-    /// Whether a profile was written.
-    pub profile_updated: bool,
-    /// Imported rows whose pre-computed vector was kept.
-    pub embedded_rows: usize,
-    /// Imported rows queued for embedding (no vector, or one the store cannot take).
-    pub queued_embeddings: usize,
-    /// Association entities written (`_type: "entity"` lines; absent when none).
-    #[serde(skip_serializing_if = "is_zero")]
-    pub imported_entities: usize,
-    /// Association relations written (`_type: "relation"` lines; absent when none).
-    #[serde(skip_serializing_if = "is_zero")]
-    pub imported_relations: usize,
-    /// Mentions and relations dropped because a row or entity they name is not in the file
-    /// (each listed in `errors`).
-    #[serde(skip_serializing_if = "is_zero")]
-    pub dropped_associations: usize,
-    /// Per-row problems (at most [`MAX_LISTED_ERRORS`]).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub errors: Vec<String>,
-    /// Problems beyond the listed ones.
-    #[serde(skip_serializing_if = "is_zero")]
-    pub errors_omitted: usize,
-    /// The paused shape.
-    #[serde(flatten, skip_serializing_if = "Option::is_none")]
-    pub no_persist: Option<NoPersist>,
-}
-
-fn is_zero(n: &usize) -> bool {
-    *n == 0
-}
-
-/// Axes shared by memories and episodes.
-pub(super) struct Axes {
-    pub(super) agent_id: String,
-    pub(super) project_id: String,
-    pub(super) channel: String,
-}
-
-/// A vector to store, or why the row is queued instead.
-pub(super) enum Embedding {
-    Blob(Vec<u8>),
-    Queue(String),
-}
-
-pub(super) enum Record {
-    Memory {
-        axes: Axes,
-        msg_id: String,
-        content: String,
-        source: String,
-        metadata: String,
-        timestamp: String,
-        timestamp_ms: i64,
-        created_at_ms: i64,
-        locked: bool,
-        recall_count: i64,
-        embedding: Embedding,
-    },
-    Episode {
-        axes: Axes,
-        summary: String,
-        keywords: String,
-        start: Option<(String, i64)>,
-        end: Option<(String, i64)>,
-        created_at_ms: i64,
-        resolved: bool,
-        embedding: Embedding,
-    },
-    Profile {
-        agent_id: String,
-        project_id: String,
-        content: String,
-        updated_at_ms: i64,
-    },
-}
 
 /// `import_memories`.
 pub(crate) fn import_memories(
@@ -442,7 +332,7 @@ fn imported_embedding(
         ));
     }
     let Some(vector) =
-        base64_decode(b64).and_then(|bytes| decode(&bytes, crate::EmbeddingFormat::F32))
+        base64_decode(b64).and_then(|bytes| decode(&bytes, crate::vector::EmbeddingFormat::F32))
     else {
         return refuse("embedding_b64 is not base64 of little-endian f32".into());
     };

@@ -11,11 +11,12 @@ pub(crate) mod export;
 mod fields;
 pub(crate) mod import;
 pub(crate) mod merge;
+mod record;
 
 use std::path::{Component, Path, PathBuf};
 
 pub use export::{ExportOutcome, ExportRequest};
-pub use import::{ImportOutcome, ImportRequest};
+pub use record::{ImportOutcome, ImportRequest};
 pub use merge::{MergeMode, MergeOutcome, MergeRequest};
 
 use crate::error::{Error, Result};

@@ -12,7 +12,8 @@
 use rusqlite::types::Value;
 
 use crate::error::Result;
-use crate::recall::{RecallConfig, RefKind};
+use crate::recall::RecallConfig;
+use crate::refs::RefKind;
 use crate::recall::{RecallQuery, RecallResult};
 use crate::store::Store;
 

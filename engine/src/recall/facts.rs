@@ -10,7 +10,8 @@ use crate::recall::stages::confidence::{
     Confidence, ConfidenceInput, ConfidenceParams, confidence,
 };
 use crate::recall::stages::filters::RowFacts;
-use crate::recall::{FusedCandidate, Ref, RefKind};
+use crate::recall::FusedCandidate;
+use crate::refs::{Ref, RefKind};
 use crate::scope::Scope;
 
 /// A row recalled this recently gets CPersona's recent-recall penalty.

@@ -17,10 +17,11 @@ use crate::recall::stages::contents::{
     BUDGET_CHARS, ContentsResponse, StoredContent, parse_requests,
 };
 use crate::recall::stages::cue::Resolution;
-use crate::recall::stages::deliberate::{self, CueResponse, LoopReport};
+use crate::recall::stages::deliberate::{self, LoopReport};
+use crate::recall::stages::pipeline::CueResponse;
 use crate::recall::stages::filters::RowFilters;
 use crate::recall::stages::gate::GateInput;
-use crate::recall::stages::pipeline::CuePlan;
+use crate::recall::stages::cue_plan::CuePlan;
 use crate::recall::stages::prior::{CuePrior, Prior};
 use crate::scope::Scope;
 use crate::store::Store;
@@ -44,7 +45,6 @@ pub mod arms;
 pub(crate) mod calibration;
 pub(crate) mod credit;
 pub(crate) mod facts;
-pub(crate) mod precision;
 pub(crate) mod seats;
 pub mod stages;
 #[cfg(test)]

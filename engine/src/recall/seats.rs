@@ -22,7 +22,8 @@ use crate::recall::stages::associations_cue::{
 use crate::recall::stages::propagation::{self, DEPTH};
 use crate::recall::stages::shape::{Hydrated, MatchReason, Signal};
 use crate::recall::{RecallQuery, read_scoped};
-use crate::recall::{RecallResponse, Ref, RefKind};
+use crate::recall::RecallResponse;
+use crate::refs::{Ref, RefKind};
 use crate::scope::Scope;
 use crate::store::Store;
 use crate::vector::{decode, format_from_tag};

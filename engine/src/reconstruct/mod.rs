@@ -33,9 +33,9 @@ use serde::Serialize;
 
 use crate::config::EngineConfig;
 use crate::error::{Error, Result};
-use crate::recall::Ref;
+use crate::refs::Ref;
 use crate::recall::stages::cue::TimeCue;
-use crate::recall::stages::deliberate::CueResponse;
+use crate::recall::stages::pipeline::CueResponse;
 use crate::reconstruct::mode::{
     Attempt, Fitting, ModeReport, ReconstructMode, TokenCapCut, fit_to_cap, mode_report, shape,
 };
@@ -49,7 +49,8 @@ use crate::reconstruct::stages::places;
 use crate::reconstruct::stages::window::candidate_limit_with;
 use crate::scope::Scope;
 use crate::store::Store;
-use crate::{RecallQuery, config::ReconstructConfig};
+use crate::recall::RecallQuery;
+use crate::reconstruct::stages::config::ReconstructConfig;
 
 /// A reconstruct as an agent asks it.
 #[derive(Clone, Debug, Default, PartialEq)]

@@ -10,7 +10,7 @@
 
 use serde::Serialize;
 
-use crate::config::ReconstructConfig;
+use crate::reconstruct::stages::config::ReconstructConfig;
 use crate::reconstruct::stages::ReconstructResponse;
 use crate::reconstruct::stages::compact::{Compacted, compact};
 use crate::reconstruct::stages::places::ProPlaces;

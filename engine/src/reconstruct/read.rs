@@ -11,7 +11,7 @@ use rusqlite::types::Value;
 use rusqlite::{Connection, OptionalExtension};
 
 use crate::error::Result;
-use crate::recall::{Ref, RefKind};
+use crate::refs::{Ref, RefKind};
 use crate::reconstruct::stages::bundle::{Candidate, DeclaredLink, EntityGraph};
 use crate::reconstruct::stages::places;
 use crate::scope::Scope;
@@ -204,7 +204,7 @@ pub(crate) fn pro_place_rows(
     conn: &Connection,
     scope: &Scope,
     question: &str,
-    deeper: &crate::RecallResult,
+    deeper: &crate::recall::RecallResult,
     pool: &[Candidate],
     query: Option<&[f32]>,
 ) -> Result<(Vec<Candidate>, places::ProPlaces)> {

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior};
+use rusqlite::{Connection, Transaction, TransactionBehavior};
 
 use crate::config::{EmbeddingFormat, EngineConfig};
 use crate::embed::Embedder;
@@ -17,10 +17,15 @@ use crate::error::{Error, Result};
 use crate::store::generations::GenerationCache;
 use cpersona_index::Kernels;
 
+pub(crate) mod changelog;
 pub mod db;
 pub(crate) mod generations;
+mod index;
 pub(crate) mod pauses;
 pub(crate) mod queue;
+pub(crate) mod target;
+
+pub(crate) use target::VectorTarget;
 
 /// Reader connections kept open for reuse; more are opened on demand and dropped after.
 const READER_POOL: usize = 4;
@@ -71,18 +76,6 @@ impl StoreSettings {
     }
 }
 
-/// Which vectors the store accepts, and whether the embedder produces them.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct VectorTarget {
-    /// The model id recorded in the store.
-    pub(crate) model_id: String,
-    /// The dimension recorded in the store.
-    pub(crate) dim: usize,
-    /// True when the embedder's identity equals the store's: only then are its vectors
-    /// written; otherwise writes land unembedded and are queued.
-    pub(crate) embedder_matches: bool,
-}
-
 impl Store {
     /// Opens (creating and migrating when needed) the store at `config.db_path`.
     ///
@@ -100,7 +93,7 @@ impl Store {
             });
         }
         let writer = db::open_writer(&config.db_path, config.busy_timeout_ms)?;
-        let vectors = settle_identity(&writer, embedder.as_ref())?;
+        let vectors = target::settle_identity(&writer, embedder.as_ref())?;
         Ok(Store {
             settings: StoreSettings::of(config),
             embedder,
@@ -214,44 +207,4 @@ pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
-/// Reads the store's recorded identity and decides whether the embedder matches it.
-fn settle_identity(conn: &Connection, embedder: &dyn Embedder) -> Result<VectorTarget> {
-    let identity = embedder.identity();
-    let get = |key: &str| -> Result<Option<String>> {
-        Ok(conn
-            .query_row("SELECT value FROM meta WHERE key = ?", [key], |row| {
-                row.get(0)
-            })
-            .optional()?)
-    };
-    let stored_model = get("embedding_model")?;
-    let stored_dim = get("embedding_dim")?.and_then(|dim| dim.parse::<usize>().ok());
-    let n_vectors: i64 = conn.query_row(
-        "SELECT (SELECT COUNT(*) FROM memories WHERE embedding IS NOT NULL) + \
-                (SELECT COUNT(*) FROM episodes WHERE embedding IS NOT NULL)",
-        [],
-        |row| row.get(0),
-    )?;
-    match (stored_model, stored_dim) {
-        (Some(model_id), Some(dim)) if n_vectors > 0 => Ok(VectorTarget {
-            embedder_matches: model_id == identity.model_id && dim == identity.dim,
-            model_id,
-            dim,
-        }),
-        _ => {
-            // A store without vectors adopts the embedder it is opened with.
-            conn.execute(
-                "INSERT INTO meta(key, value) VALUES ('embedding_model', ?1), ('embedding_dim', ?2) \
-                 ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-                rusqlite::params![identity.model_id, identity.dim.to_string()],
-            )?;
-            Ok(VectorTarget {
-                model_id: identity.model_id.clone(),
-                dim: identity.dim,
-                embedder_matches: true,
-            })
-        }
-    }
 }

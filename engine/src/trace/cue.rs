@@ -9,12 +9,12 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::schema::ref_serde;
-use crate::recall::Ref;
+use crate::refs::ref_serde;
+use crate::refs::Ref;
 use crate::recall::stages::cue::{Period, TimeCue};
-use crate::recall::stages::cue_spread::PoolContext;
+use crate::recall::stages::cue_plan::PoolContext;
 use crate::recall::stages::deliberate::CueRow;
-use crate::recall::stages::pipeline::CuePlan;
+use crate::recall::stages::cue_plan::CuePlan;
 use crate::recall::stages::prior::{Prior, PriorRow};
 
 /// What the prior knew about one row.

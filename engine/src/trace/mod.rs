@@ -34,7 +34,8 @@ use crate::recall::stages::fusion::FusionMode;
 use crate::recall::stages::gate::GateInput;
 use crate::recall::stages::pipeline::RecallStages;
 use crate::recall::stages::shape::Hydrated;
-use crate::recall::{Arm, ArmList, Ref, RefKind};
+use crate::recall::{Arm, ArmList};
+use crate::refs::{Ref, RefKind};
 use crate::recall::{RecallQuery, RecallResult, SCORING_VERSION};
 use crate::scope::Scope;
 use crate::store::Store;
@@ -72,7 +73,7 @@ pub struct Capture {
     /// Milliseconds spent reading the rows the pass itself did not hydrate.
     pub capture_ms: f64,
     /// The time cue's plan the pass applied, when it had one.
-    pub cue: Option<crate::recall::stages::pipeline::CuePlan>,
+    pub cue: Option<crate::recall::stages::cue_plan::CuePlan>,
     /// The time cue as given and what it was resolved against, when the recall had one.
     pub cue_request: Option<TraceCueRequest>,
 }
@@ -152,7 +153,7 @@ pub(crate) fn capture(
     stages: &RecallStages,
     seen: Vec<(Ref, Option<Hydrated>)>,
     confidence_context: Option<&crate::recall::facts::ConfidenceContext>,
-    cue: Option<crate::recall::stages::pipeline::CuePlan>,
+    cue: Option<crate::recall::stages::cue_plan::CuePlan>,
 ) -> Result<Capture> {
     let started = std::time::Instant::now();
     let known: std::collections::HashMap<Ref, Option<Hydrated>> = seen.into_iter().collect();

@@ -20,10 +20,11 @@ use serde::Serialize;
 
 use crate::error::{Error, Result};
 use crate::recall::stages::cue::{CueConfidence, Period};
-use crate::recall::stages::deliberate::CueResponse;
-use crate::recall::stages::pipeline::CuePlan;
+use crate::recall::stages::pipeline::CueResponse;
+use crate::recall::stages::cue_plan::CuePlan;
 use crate::recall::stages::pipeline::RecallStages;
-use crate::recall::{Arm, RecallRequest, RecallResponse, Ref, run_cued};
+use crate::recall::{Arm, RecallRequest, RecallResponse, run_cued};
+use crate::refs::Ref;
 use crate::trace::{RecallTrace, arm_lists, arm_name, arm_named, fusion_named};
 
 /// The conditions a replay changes; `None` keeps the trace's.

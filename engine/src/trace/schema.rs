@@ -8,13 +8,15 @@ use serde::{Deserialize, Serialize};
 
 use super::{arm_name, fusion_named, name_of, sha16};
 use crate::error::{Error, Result};
+use crate::refs::ref_serde;
 use crate::recall::stages::confidence::{ConfidenceInput, ConfidenceParams};
 use crate::recall::stages::config::RecallConfig;
 use crate::recall::stages::fusion::ArmWeights;
 use crate::recall::stages::gate::GateConfig;
 use crate::recall::stages::select::RecallDepth;
 use crate::recall::stages::shape::ShapeConfig;
-use crate::recall::{Arm, Ref};
+use crate::recall::Arm;
+use crate::refs::Ref;
 
 /// The policy versions a trace was produced under.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -369,21 +371,6 @@ pub struct RecallTrace {
 }
 
 /// Serde for [`Ref`] as `mem:<id>` / `ep:<id>`.
-pub(crate) mod ref_serde {
-    use serde::{Deserialize, Deserializer, Serializer};
-
-    use crate::recall::Ref;
-
-    pub(crate) fn serialize<S: Serializer>(r: &Ref, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(r)
-    }
-
-    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Ref, D::Error> {
-        let text = String::deserialize(d)?;
-        text.parse().map_err(serde::de::Error::custom)
-    }
-}
-
 impl TraceConfig {
     /// The trace form of `config`, hashed.
     pub fn of(config: &RecallConfig) -> TraceConfig {

@@ -5,6 +5,10 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
+mod imports;
+
+use imports::{Graph, ModPath, name};
+
 /// Files allowed past 600 lines of non-test code, each with its reason.
 const LONG_FILE_ALLOW_LIST: &[(&str, &str)] = &[];
 
@@ -277,4 +281,116 @@ fn one_integration_binary_per_crate() {
             "{member}/tests has top-level test files {extra:?}; use tests/it/"
         );
     }
+}
+
+/// The engine's layers, bottom first: an import may name its own layer or a lower one.
+/// Base utilities, the pure stages (no SQLite, no store), the configuration that gathers the
+/// stages' settings, the store, the features, and the facade in `lib.rs`.
+fn engine_layer(module: &ModPath) -> (u8, &'static str) {
+    let first = module.first().map(String::as_str);
+    let second = module.get(1).map(String::as_str);
+    match (first, second) {
+        (None, _) => (5, "lib.rs"),
+        (
+            Some("error" | "refs" | "text" | "time" | "source" | "vector" | "scope" | "embed"),
+            _,
+        ) => (0, "base"),
+        (Some("recall" | "reconstruct"), Some("stages")) => (1, "pure stages"),
+        (Some("derived"), Some("nodes" | "blocks")) => (1, "pure stages"),
+        (Some("config"), _) => (2, "config"),
+        (Some("store"), _) => (3, "store"),
+        _ => (4, "features"),
+    }
+}
+
+fn src_of(member: &str) -> PathBuf {
+    root().join(member).join("src")
+}
+
+#[test]
+fn no_import_cycle_in_any_crate() {
+    for member in ["index", "engine", "server"] {
+        let cycles = Graph::of_crate(&src_of(member)).cycles();
+        assert!(
+            cycles.is_empty(),
+            "{member}: modules that import each other (break each cycle by moving the shared \
+             item down): {cycles:#?}"
+        );
+    }
+}
+
+#[test]
+fn engine_imports_never_run_back_up_a_layer() {
+    let graph = Graph::of_crate(&src_of("engine"));
+    let mut upward = Vec::new();
+    for (from, targets) in &graph.edges {
+        let (from_layer, from_name) = engine_layer(from);
+        for to in targets {
+            let (to_layer, to_name) = engine_layer(to);
+            if to_layer > from_layer {
+                upward.push(format!(
+                    "{} ({from_name}) -> {} ({to_name})",
+                    name(from),
+                    name(to)
+                ));
+            }
+        }
+    }
+    assert!(
+        upward.is_empty(),
+        "imports that run back up the engine's layers (base -> pure stages -> config -> store \
+         -> features -> lib.rs): {upward:#?}"
+    );
+}
+
+#[test]
+fn pure_stages_read_neither_sqlite_nor_the_store() {
+    let mut offenders = Vec::new();
+    for path in rust_files() {
+        let rel = rel(&path);
+        let is_test = rel.ends_with("tests.rs") || rel.contains("/tests/");
+        if !rel.contains("/stages/") || is_test {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        let code: String = text
+            .lines()
+            .filter(|l| !l.trim_start().starts_with("//"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        let code = code.split("#[cfg(test)]").next().unwrap_or_default();
+        if code.contains("rusqlite") || code.contains("crate::store") {
+            offenders.push(rel);
+        }
+    }
+    assert!(offenders.is_empty(), "stages that touch SQLite or the store: {offenders:?}");
+}
+
+#[test]
+fn a_split_file_lands_inside_its_feature_folder() {
+    let mut scattered = Vec::new();
+    for member in members() {
+        let src = src_of(&member);
+        let Ok(entries) = std::fs::read_dir(&src) else {
+            continue;
+        };
+        let names: BTreeSet<String> = entries
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        for file in &names {
+            let Some(stem) = file.strip_suffix(".rs") else {
+                continue;
+            };
+            if let Some((feature, _)) = stem.split_once('_')
+                && names.contains(feature)
+            {
+                scattered.push(format!("{member}/src/{file} beside {member}/src/{feature}/"));
+            }
+        }
+    }
+    assert!(
+        scattered.is_empty(),
+        "a file split out of a feature sits beside its folder instead of inside it: {scattered:?}"
+    );
 }

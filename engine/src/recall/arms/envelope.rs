@@ -10,9 +10,10 @@ use rusqlite::Connection;
 use rusqlite::types::Value;
 
 use crate::error::Result;
-use crate::recall::Ref;
+use crate::refs::Ref;
 use crate::recall::stages::cue::Period;
-use crate::recall::stages::cue_spread::{PoolContext, RELATION_CAP};
+use crate::recall::stages::cue_spread::RELATION_CAP;
+use crate::recall::stages::cue_plan::PoolContext;
 use crate::recall::stages::deliberate::CueRow;
 use crate::scope::Scope;
 use crate::vector::{decode, format_from_tag};

@@ -32,7 +32,8 @@ use serde::Serialize;
 use crate::error::Result;
 use crate::recall::stages::fts_query::{FtsMatch, build_match, join_phrases};
 use crate::recall::stages::keyword::{self, KeywordRow};
-use crate::recall::{Arm, ArmHit, ArmList, Ref};
+use crate::recall::{Arm, ArmHit, ArmList};
+use crate::refs::Ref;
 use crate::scope::Scope;
 
 /// Terms a query may have for the cap to count them one by one.

@@ -22,14 +22,14 @@ use rusqlite::types::Value;
 use serde::Serialize;
 
 use crate::error::Result;
-use crate::recall::{Arm, ArmList, Ref};
+use crate::recall::{Arm, ArmList};
+use crate::refs::Ref;
 use crate::scope::{AgentAxis, ChannelAxis, ProjectAxis, Scope};
 use crate::store::Store;
 use crate::store::generations::{IndexTable, Loaded};
 use crate::vector::{decode, format_from_tag};
 
-/// CPersona's `CPERSONA_MAX_MEMORIES`: the vector scan window per table (newest rows in scope).
-pub const MAX_MEMORIES: usize = 10_000;
+pub use crate::config::MAX_MEMORIES;
 
 /// Generations with more rows than this are searched with the sign-bit prefilter (the index's
 /// default mode); smaller ones exactly. PERF: measured with `examples/recall_rate` at 100K

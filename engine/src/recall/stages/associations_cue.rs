@@ -4,7 +4,7 @@
 //! places. Pure: the store reads the registry and hydrates the rows. It never displaces or
 //! reorders a row the pipeline chose, and with no declared term it does nothing at all.
 
-use super::candidate::Ref;
+use crate::refs::Ref;
 use super::excerpt::excerpt;
 use super::shape::{Hydrated, MatchReason, RecallMessage, ShapeConfig, Signal};
 

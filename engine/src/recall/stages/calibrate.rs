@@ -86,22 +86,7 @@ pub struct Calibration {
     pub youden_j: f64,
 }
 
-/// Why there is no calibration.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum CalibrationError {
-    /// `vectors` and `sessions` differ in length.
-    #[error("calibration got {vectors} vectors and {sessions} session labels")]
-    LengthMismatch { vectors: usize, sessions: usize },
-    /// Too few usable pairs.
-    #[error(
-        "too few pairs to calibrate: {null_pairs} null, {positive_pairs} positive, {needed} needed of each"
-    )]
-    TooFewPairs {
-        null_pairs: usize,
-        positive_pairs: usize,
-        needed: usize,
-    },
-}
+pub use crate::error::CalibrationError;
 
 /// Calibrates from `vectors[i]` (any length, any norm; zero, non-finite or off-width rows
 /// are skipped) labelled with `sessions[i]`. Positive pairs are consecutive members of each

@@ -5,7 +5,7 @@ use serde::Serialize;
 
 use super::confidence::ConfidenceParams;
 use super::deliberate::CueConfig;
-use super::error::RecallError;
+use crate::error::RecallError;
 use super::fusion::{ArmWeights, FusionMode};
 use super::gate::GateConfig;
 use super::recency::RecencyConfig;

@@ -17,15 +17,14 @@
 //! row. It only returns a revised [`CuePlan`] whose prior re-orders the same answer and whose
 //! seat candidates are the same rows, the narrowed period's first.
 
-use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::candidate::Ref;
+use crate::refs::Ref;
 use super::cue::{DAY_MS, Period, PeriodText};
 use super::deliberate::SEPARATION;
 use super::gate::GateReport;
-use super::pipeline::CuePlan;
+use super::cue_plan::{CuePlan, PoolContext};
 
 /// The narrowed period is never shorter than one day.
 pub const NARROW_FLOOR_MS: i64 = DAY_MS;
@@ -36,20 +35,6 @@ pub const CONTEXT_CAP: usize = 10;
 /// Declared record relations the envelope fetch reads for propagation, at most (a cut is
 /// reported in the trace's `cue.relations_cut`).
 pub const RELATION_CAP: usize = 1_000;
-
-/// What propagation knows of the pool besides event times: read by the loop's envelope
-/// fetch and from the answer's hydrated rows, never by a fetch of its own.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct PoolContext {
-    /// Each known row's `source.id`.
-    pub sources: HashMap<Ref, String>,
-    /// Episodes whose span meets the fetch envelope: the episode and its `[start, end]`.
-    pub episodes: Vec<(Ref, Period)>,
-    /// Declared record relations (subject, object) with an end among the fetched rows.
-    pub relations: Vec<(Ref, Ref)>,
-    /// True when [`RELATION_CAP`] cut the relations read.
-    pub relations_cut: bool,
-}
 
 /// Why a row got a context move.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -67,7 +52,7 @@ pub enum ContextBy {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ContextCue {
     /// The row.
-    #[serde(rename = "ref", with = "crate::trace::ref_serde")]
+    #[serde(rename = "ref", with = "crate::refs::ref_serde")]
     pub r#ref: Ref,
     /// What it shares with the strong hit.
     pub by: ContextBy,
@@ -77,7 +62,7 @@ pub struct ContextCue {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Propagated {
     /// The strong hit.
-    #[serde(with = "crate::trace::ref_serde")]
+    #[serde(with = "crate::refs::ref_serde")]
     pub from: Ref,
     /// Its cosine lead over the next passed row (4 decimals).
     pub separation: f64,

@@ -15,7 +15,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::candidate::Ref;
+use crate::refs::Ref;
 use super::cue::{CueConfidence, POLICY, Period, PeriodText};
 
 /// Fetches of the store per recall, at most: the arms, and the envelope fetch.
@@ -345,35 +345,4 @@ pub fn run(
             }
         }
     }
-}
-
-/// The `time_cue` block of a recall response (read back from a trace by replay).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct CueResponse {
-    /// The policy version.
-    pub policy: String,
-    /// The final stage's envelope (the period widened by `confidence`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub period: Option<PeriodText>,
-    /// The final confidence (one step wider than asked when revised).
-    pub confidence: CueConfidence,
-    /// True when the envelope was widened once because the period held nothing.
-    pub revised: bool,
-    /// Rows of the answer the cue moved up.
-    pub moved: usize,
-    /// Rows held beyond the count for the cue (listed first, lowest relevance).
-    pub seated: usize,
-    /// Why the cue was not used: `recent_only` (the period starts within the last 24 h, which
-    /// an uncued recall already favours) or `empty_scope` (no dated rows to aim at).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ignored: Option<String>,
-    /// Hard limits that acted in the loop.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub limits: Vec<LoopLimit>,
-    /// What ended the loop (a sufficiency rule, a hard limit, or no wider period).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub stopped_by: Option<StopRule>,
-    /// Cue propagation from a strong hit, when one was found (`recall::cue_spread`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub propagated: Option<super::cue_spread::Propagated>,
 }

@@ -9,7 +9,8 @@ use std::collections::HashMap;
 
 use serde::Serialize;
 
-use super::candidate::{ArmList, Ref, RefKind};
+use super::candidate::ArmList;
+use crate::refs::{Ref, RefKind};
 
 /// An `exclude_contents` entry shorter than this many characters must equal the content;
 /// a longer one matches by starts-with in either direction (CPersona's `_content_excluded`).

@@ -12,7 +12,8 @@ use std::collections::HashMap;
 
 use serde::Serialize;
 
-use super::candidate::{Arm, ArmList, FusedCandidate, Ref, Vote};
+use super::candidate::{Arm, ArmList, FusedCandidate, Vote};
+use crate::refs::Ref;
 
 /// Which fusion runs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]

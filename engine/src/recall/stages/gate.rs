@@ -15,7 +15,8 @@
 
 use serde::Serialize;
 
-use super::candidate::{FusedCandidate, Ref};
+use super::candidate::FusedCandidate;
+use crate::refs::Ref;
 
 /// Gate settings.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]

@@ -7,7 +7,8 @@
 //! `created_at DESC, id DESC`, the whole (trimmed) query first and then the FTS terms
 //! ([`super::fts_query::fts_terms`]), the patterns bounded to 50,000 bytes in all.
 
-use super::candidate::{Arm, ArmList, Ref};
+use super::candidate::{Arm, ArmList};
+use crate::refs::Ref;
 use super::fts_query::fts_terms;
 
 /// The most bytes all LIKE patterns of one query may hold together (CPersona 2.6's bound).

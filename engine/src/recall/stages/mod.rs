@@ -26,9 +26,10 @@ pub mod confidence;
 pub mod config;
 pub mod contents;
 pub mod cue;
+pub mod cue_plan;
 pub mod cue_spread;
 pub mod deliberate;
-pub mod error;
+
 pub mod excerpt;
 pub mod filters;
 pub mod fts_query;
@@ -45,7 +46,7 @@ pub mod shape;
 pub use candidate::{Arm, ArmHit, ArmList, FusedCandidate, Ref, RefKind, Vote};
 pub use config::RecallConfig;
 pub use cue::{CueConfidence, Period, TimeCue};
-pub use error::RecallError;
+pub use crate::error::RecallError;
 pub use pipeline::{RecallOutcome, RecallRequest, RecallResponse, run, run_cued};
 
 #[cfg(test)]

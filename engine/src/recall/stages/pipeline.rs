@@ -2,18 +2,20 @@
 //! → count cut with hydration → shape. The store and index stay behind two closures, so the
 //! whole pass is testable on fixed lists.
 
-use std::collections::HashMap;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-use super::candidate::{ArmList, FusedCandidate, Ref};
+use super::candidate::{ArmList, FusedCandidate};
+use crate::refs::Ref;
 use super::confidence::Confidence;
 use super::config::RecallConfig;
-use super::cue_spread::{self, PoolContext, Propagated};
-use super::deliberate::{CueResponse, CueRow, LoopReport};
+use super::cue::{CueConfidence, PeriodText};
+use super::cue_plan::CuePlan;
+use super::cue_spread::{self, Propagated};
+use super::deliberate::{LoopLimit, LoopReport, StopRule};
 use super::fusion::fuse;
 use super::gate::{self, GateDecision, GateInput, GateReason, GateReport};
-use super::prior::{self, Prior, PriorRow};
+use super::prior::{self, PriorRow};
 use super::recency::{self, RecencyApplied};
 use super::select::CountCut;
 use super::shape::{Hydrated, RecallMessage, ShapeInput, shape};
@@ -81,30 +83,6 @@ pub struct RecallStages {
     pub deliberation: Option<LoopReport>,
 }
 
-/// The cue's part of a pass, decided by the loop (`deliberate::run`).
-#[derive(Clone, Debug, PartialEq)]
-pub struct CuePlan {
-    /// The prior the answer is re-ordered by (a permutation of the answer).
-    pub prior: Prior,
-    /// What the prior knows per row (rows absent: unknown, weight 1).
-    pub rows: HashMap<Ref, PriorRow>,
-    /// The envelope's rows in cue order: the seat candidates.
-    pub found: Vec<CueRow>,
-    /// Held places beyond the count.
-    pub seats: usize,
-    /// What cue propagation may follow beside event times (sources, episode spans).
-    pub context: PoolContext,
-    /// The envelope fetch as held (every row with its cosine), its envelope and whether the
-    /// row cap cut it: what a replay re-ranks when it changes the cue's confidence.
-    pub fetched: Vec<CueRow>,
-    /// The envelope the fetch was aimed at; `None` when unknown.
-    pub fetch_envelope: Option<super::cue::Period>,
-    /// True when the row cap cut the fetch.
-    pub fetch_cut: bool,
-    /// False when cue propagation is not to run (a replay's `cue.propagation=off`).
-    pub propagate: bool,
-}
-
 /// What the cue did to one pass.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct CueApplied {
@@ -116,6 +94,37 @@ pub struct CueApplied {
     pub order_before: Vec<Ref>,
     /// Cue propagation from the answer's strong hit, when it had one.
     #[serde(skip_serializing_if = "Option::is_none")]
+    pub propagated: Option<Propagated>,
+}
+
+/// The `time_cue` block of a recall response (read back from a trace by replay).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CueResponse {
+    /// The policy version.
+    pub policy: String,
+    /// The final stage's envelope (the period widened by `confidence`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub period: Option<PeriodText>,
+    /// The final confidence (one step wider than asked when revised).
+    pub confidence: CueConfidence,
+    /// True when the envelope was widened once because the period held nothing.
+    pub revised: bool,
+    /// Rows of the answer the cue moved up.
+    pub moved: usize,
+    /// Rows held beyond the count for the cue (listed first, lowest relevance).
+    pub seated: usize,
+    /// Why the cue was not used: `recent_only` (the period starts within the last 24 h, which
+    /// an uncued recall already favours) or `empty_scope` (no dated rows to aim at).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ignored: Option<String>,
+    /// Hard limits that acted in the loop.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub limits: Vec<LoopLimit>,
+    /// What ended the loop (a sufficiency rule, a hard limit, or no wider period).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped_by: Option<StopRule>,
+    /// Cue propagation from a strong hit, when one was found (`recall::cue_spread`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub propagated: Option<Propagated>,
 }
 

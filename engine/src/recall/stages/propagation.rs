@@ -6,7 +6,7 @@
 //! last, stably). Pure: the caller runs the deeper recall and reads the vectors. It never
 //! displaces a row, and takes at most [`SEATS`] place.
 
-use super::candidate::Ref;
+use crate::refs::Ref;
 
 /// The policy name reported with the seat.
 pub const POLICY: &str = "propagation-v1";

@@ -8,7 +8,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::candidate::Ref;
+use crate::refs::Ref;
 use super::prior::{self, Prior, PriorRow};
 use super::shape::ShapeInput;
 

@@ -5,8 +5,9 @@
 
 use serde::Serialize;
 
-use super::candidate::{FusedCandidate, Ref};
-use super::error::RecallError;
+use super::candidate::FusedCandidate;
+use crate::refs::Ref;
+use crate::error::RecallError;
 
 /// The server-side Recall Depth: the per-arm candidate depth the fusion sees.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]

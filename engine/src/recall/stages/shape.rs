@@ -4,7 +4,8 @@
 
 use serde::Serialize;
 
-use super::candidate::{Arm, FusedCandidate, Ref};
+use super::candidate::{Arm, FusedCandidate};
+use crate::refs::Ref;
 use super::confidence::Confidence;
 use super::excerpt::{ExcerptBasis, excerpt};
 use super::fusion::FusionMode;

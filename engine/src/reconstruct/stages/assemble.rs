@@ -15,8 +15,8 @@ use super::budget::{self, BudgetPolicy, Slot};
 use super::bundle::{self, Candidate, DeclaredLink, EntityGraph, Walked};
 use super::items::{self, Item, ItemContext};
 use super::window::{self, CountPolicy};
-use crate::config::ReconstructConfig;
-use crate::recall::Ref;
+use crate::reconstruct::stages::config::ReconstructConfig;
+use crate::refs::Ref;
 
 /// One call's inputs beside the pool.
 #[derive(Clone, Debug, Default)]

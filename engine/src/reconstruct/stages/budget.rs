@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use super::Mutation;
 use super::window::CountSource;
-use crate::config::ReconstructConfig;
+use crate::reconstruct::stages::config::ReconstructConfig;
 
 /// The head quote size of the item at `position` (0-based): `quote_chars` for the first
 /// `full_quotes` items, `tail_quote_chars` after them; the preview tier's size when head

@@ -11,7 +11,7 @@
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use super::Mutation;
-use crate::recall::{Ref, RefKind};
+use crate::refs::{Ref, RefKind};
 
 /// One candidate row with what the keys read. Candidates are handed in best first; a
 /// candidate's index is its rank.

@@ -6,8 +6,8 @@
 use super::assemble::{ReconstructResponse, Request, assemble};
 use super::bundle::{Candidate, EntityGraph};
 use super::compact::compact;
-use crate::config::ReconstructConfig;
-use crate::recall::Ref;
+use crate::reconstruct::stages::config::ReconstructConfig;
+use crate::refs::Ref;
 
 fn mem(id: i64, reserved: bool, long: bool) -> Candidate {
     let sentence = format!("Row {id} talks about the lighthouse keeper and the tide. ");

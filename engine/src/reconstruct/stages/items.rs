@@ -13,11 +13,9 @@ use serde::Serialize;
 
 use super::Mutation;
 use super::bundle::{Candidate, Cluster, DeclaredLink, Walked, Why};
-pub use super::quote::{Quote, QuoteBasis, excerpt_quote, head_quote};
-use crate::recall::{Ref, RefKind};
+pub use super::quote::{ELLIPSIS, Quote, QuoteBasis, excerpt_quote, head_quote};
+use crate::refs::{Ref, RefKind};
 
-/// The separator between passages that do not touch.
-pub const ELLIPSIS: &str = " … ";
 
 /// The role words a declared predicate may carry (design §7's fixed vocabulary).
 pub const ROLE_WORDS: [&str; 6] = [

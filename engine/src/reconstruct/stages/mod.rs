@@ -14,6 +14,7 @@ pub mod assemble;
 pub mod budget;
 pub mod bundle;
 pub mod compact;
+pub mod config;
 pub mod items;
 pub mod places;
 pub mod quote;

@@ -19,7 +19,7 @@ use std::collections::BTreeSet;
 use serde::Serialize;
 use unicode_normalization::UnicodeNormalization;
 
-use crate::recall::Ref;
+use crate::refs::Ref;
 
 /// The deeper ranking's depth (the library ceiling).
 pub(crate) const DEPTH: usize = 100;

@@ -6,7 +6,9 @@
 
 use serde::Serialize;
 
-use super::items::ELLIPSIS;
+/// The separator between passages that do not touch.
+pub const ELLIPSIS: &str = " … ";
+
 use crate::derived::blocks::{BlockChoice, BlockOrder};
 use crate::recall::stages::excerpt::{excerpt, passages, query_grams};
 

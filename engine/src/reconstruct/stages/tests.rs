@@ -13,8 +13,8 @@ use super::budget::{self, Slot};
 use super::bundle::{self, Candidate, DeclaredLink, EntityGraph, Why};
 use super::items::{excerpt_quote, head_quote};
 use super::window::{CountSource, candidate_limit_with, resolve_with};
-use crate::config::ReconstructConfig;
-use crate::recall::Ref;
+use crate::reconstruct::stages::config::ReconstructConfig;
+use crate::refs::Ref;
 use crate::reconstruct::stages::ReconstructResponse;
 
 const WORDS: &[&str] = &[

@@ -5,7 +5,7 @@
 use serde::Serialize;
 
 use super::Mutation;
-use crate::config::ReconstructConfig;
+use crate::reconstruct::stages::config::ReconstructConfig;
 
 /// Who set the base count.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use serde_json::json;
 
 use crate::derived::blocks::{BlockChoice, BlockOrder};
-use crate::recall::Ref;
+use crate::refs::Ref;
 use crate::recall::stages::excerpt::ExcerptBasis;
 use crate::reconstruct::stages::items::{QuoteBasis, excerpt_quote, head_quote};
 use crate::reconstruct::stages::{Item, Mutation};

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use serde_json::json;
 
-use crate::recall::Ref;
+use crate::refs::Ref;
 use crate::reconstruct::tokens::cl100k_tokens;
 use crate::{ReconstructMode, ReconstructRequest, ReconstructResult};
 

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use crate::recall::Ref;
+use crate::refs::Ref;
 use crate::{ReconstructMode, ReconstructRequest, ReconstructResult};
 
 /// Twelve ~300-character notes, a month apart (no two bundle), so ten whole quotes overrun

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use serde_json::json;
 
-use crate::recall::Ref;
+use crate::refs::Ref;
 use crate::recall::stages::cue::TimeCue;
 use crate::reconstruct::stages::items::QuoteBasis;
 use crate::{ReconstructMode, ReconstructRequest, ReconstructResult};

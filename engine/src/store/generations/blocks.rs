@@ -11,15 +11,13 @@
 
 use std::path::Path;
 
-use cpersona_index::{
-    EmbedderIdentity, GenerationMeta, GenerationWriter, Row, Scope as IndexScope,
-    SourceFingerprint, WriteSummary,
-};
+use cpersona_index::WriteSummary;
+use rusqlite::Connection;
 
+use super::{BuildQuery, RowBuf, write_generation};
 use crate::error::Result;
-use crate::recall::{Ref, RefKind};
-use crate::store::Store;
-use crate::store::generations::changelog_head;
+use crate::refs::{Ref, RefKind};
+use crate::store::target::VectorTarget;
 
 /// Bits of the block index inside a row id.
 const BLOCK_BITS: u32 = 20;
@@ -47,97 +45,65 @@ pub fn split_block_row_id(row_id: i64) -> (Ref, usize) {
 /// Writes the block generation numbered `generation` to `path` from one read transaction;
 /// returns the change-log head it read and what the writer wrote.
 pub(crate) fn build(
-    store: &Store,
+    conn: &Connection,
+    target: &VectorTarget,
     path: &Path,
     generation: u64,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<(u64, WriteSummary)> {
-    let target = store.vector_target();
-    store.read(|conn| {
-        let tx = conn.unchecked_transaction()?;
-        let head = changelog_head(&tx)?;
-        let schema_version: u32 = tx.query_row("PRAGMA user_version", [], |row| row.get(0))?;
-        let total: u64 = tx.query_row(
-            "SELECT COUNT(*) FROM record_blocks WHERE embedding_i8 IS NOT NULL \
-             AND embedding_model = ?1 AND length(embedding_i8) = ?2",
-            rusqlite::params![target.model_id, target.dim as i64],
-            |row| row.get::<_, i64>(0),
-        )? as u64;
-        let meta = GenerationMeta {
-            generation,
-            source: SourceFingerprint {
-                changelog_head: head,
-                schema_version,
-            },
-            embedder: EmbedderIdentity {
-                model_id: target.model_id.clone(),
-                dim: target.dim,
-            },
+    let mut read_row = |row: &rusqlite::Row<'_>, buf: &mut RowBuf| -> rusqlite::Result<bool> {
+        let kind: String = row.get(0)?;
+        let parent: i64 = row.get(1)?;
+        let r = if kind == "ep" {
+            Ref::ep(parent)
+        } else {
+            Ref::mem(parent)
         };
-        let mut writer = GenerationWriter::create(path, meta)?;
-        let mut stmt = tx.prepare(
-            "SELECT b.parent_kind, b.parent_id, b.block_index, b.agent_id, b.project_id, \
-             b.channel, b.embedding_i8, COALESCE(m.created_at_ms, e.created_at_ms) AS at, \
-             (b.parent_id << 21) | (b.block_index << 1) | (b.parent_kind = 'mem') AS rid \
-             FROM record_blocks b \
-             LEFT JOIN memories m ON b.parent_kind = 'mem' AND m.id = b.parent_id \
-             LEFT JOIN episodes e ON b.parent_kind = 'ep' AND e.id = b.parent_id \
-             WHERE b.embedding_i8 IS NOT NULL AND b.embedding_model = ?1 \
-             AND length(b.embedding_i8) = ?2 AND at IS NOT NULL \
-             ORDER BY at DESC, rid ASC",
-        )?;
-        let mut rows = stmt.query(rusqlite::params![target.model_id, target.dim as i64])?;
-        let mut done = 0u64;
-        let mut vector = vec![0f32; target.dim];
-        while let Some(row) = rows.next()? {
-            let kind: String = row.get(0)?;
-            let parent: i64 = row.get(1)?;
-            let r = if kind == "ep" {
-                Ref::ep(parent)
-            } else {
-                Ref::mem(parent)
-            };
-            let Some(id) = block_row_id(r, row.get::<_, i64>(2)? as usize) else {
-                continue;
-            };
-            let codes: Vec<u8> = row.get(6)?;
-            let norm = codes
-                .iter()
-                .map(|&c| f64::from(c as i8).powi(2))
-                .sum::<f64>()
-                .sqrt();
-            if norm == 0.0 {
-                continue;
-            }
-            for (x, &c) in vector.iter_mut().zip(&codes) {
-                *x = (f64::from(c as i8) / norm) as f32;
-            }
-            let agent: String = row.get(3)?;
-            let project: String = row.get(4)?;
-            let channel: String = row.get(5)?;
-            writer.push(&Row {
-                id,
-                created_at: row.get(7)?,
-                scope: IndexScope {
-                    agent: &agent,
-                    project: &project,
-                    channel: &channel,
-                    source: "",
-                },
-                vector: &vector,
-            })?;
-            done += 1;
-            if done.is_multiple_of(1024) {
-                progress(done, total);
-            }
+        let Some(id) = block_row_id(r, row.get::<_, i64>(2)? as usize) else {
+            return Ok(false);
+        };
+        let codes: Vec<u8> = row.get(6)?;
+        let norm = codes
+            .iter()
+            .map(|&c| f64::from(c as i8).powi(2))
+            .sum::<f64>()
+            .sqrt();
+        if norm == 0.0 {
+            return Ok(false);
         }
-        drop(rows);
-        drop(stmt);
-        let summary = writer.finish()?;
-        progress(done, total.max(done));
-        tx.commit()?;
-        Ok((head, summary))
-    })
+        for (x, &c) in buf.vector.iter_mut().zip(&codes) {
+            *x = (f64::from(c as i8) / norm) as f32;
+        }
+        buf.id = id;
+        buf.created_at = row.get(7)?;
+        buf.agent = row.get(3)?;
+        buf.project = row.get(4)?;
+        buf.channel = row.get(5)?;
+        buf.source.clear();
+        Ok(true)
+    };
+    write_generation(
+        conn,
+        target,
+        path,
+        generation,
+        BuildQuery {
+            count_sql: "SELECT COUNT(*) FROM record_blocks WHERE embedding_i8 IS NOT NULL \
+                        AND embedding_model = ?1 AND length(embedding_i8) = ?2",
+            select_sql: "SELECT b.parent_kind, b.parent_id, b.block_index, b.agent_id, \
+                 b.project_id, b.channel, b.embedding_i8, \
+                 COALESCE(m.created_at_ms, e.created_at_ms) AS at, \
+                 (b.parent_id << 21) | (b.block_index << 1) | (b.parent_kind = 'mem') AS rid \
+                 FROM record_blocks b \
+                 LEFT JOIN memories m ON b.parent_kind = 'mem' AND m.id = b.parent_id \
+                 LEFT JOIN episodes e ON b.parent_kind = 'ep' AND e.id = b.parent_id \
+                 WHERE b.embedding_i8 IS NOT NULL AND b.embedding_model = ?1 \
+                 AND length(b.embedding_i8) = ?2 AND at IS NOT NULL \
+                 ORDER BY at DESC, rid ASC",
+        },
+        &mut read_row,
+        progress,
+    )
 }
 
 #[cfg(test)]

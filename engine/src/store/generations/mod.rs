@@ -14,21 +14,21 @@
 //! purge mark and would make every later generation look older than the purge.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::SystemTime;
 
 use cpersona_index::{
     EmbedderIdentity, Generation, GenerationMeta, GenerationWriter, Row, Scope as IndexScope,
-    SourceFingerprint,
+    SourceFingerprint, WriteSummary,
 };
-use rusqlite::{Connection, OptionalExtension};
+use rusqlite::Connection;
 use serde::Serialize;
 
 pub(crate) mod blocks;
 
 use crate::error::Result;
-use crate::store::{Store, lock};
+use crate::store::changelog::changelog_head;
+use crate::store::target::VectorTarget;
 use crate::vector::{decode, format_from_tag};
 
 /// The longest `source` code stored in a generation's dictionary.
@@ -118,7 +118,7 @@ pub(crate) struct Loaded {
 }
 
 impl Loaded {
-    fn new(generation: Generation) -> Loaded {
+    pub(crate) fn new(generation: Generation) -> Loaded {
         let positions = generation
             .ids()
             .iter()
@@ -140,30 +140,6 @@ impl Loaded {
 /// The cache of loaded generations: absent = not tried yet; `Some(None)` = none usable.
 pub(crate) type GenerationCache = HashMap<IndexTable, (Option<Arc<Loaded>>, Option<String>)>;
 
-/// The AUTOINCREMENT high-water mark of the change log (see the module doc).
-pub(crate) fn changelog_head(conn: &Connection) -> Result<u64> {
-    let head: Option<i64> = conn
-        .query_row(
-            "SELECT seq FROM sqlite_sequence WHERE name = 'change_log'",
-            [],
-            |row| row.get(0),
-        )
-        .optional()?;
-    Ok(head.unwrap_or(0).max(0) as u64)
-}
-
-/// `meta.index_purged_through_seq`, 0 when no purge happened.
-pub(crate) fn purged_through(conn: &Connection) -> Result<u64> {
-    let value: Option<String> = conn
-        .query_row(
-            "SELECT value FROM meta WHERE key = 'index_purged_through_seq'",
-            [],
-            |row| row.get(0),
-        )
-        .optional()?;
-    Ok(value.and_then(|v| v.parse::<u64>().ok()).unwrap_or(0))
-}
-
 fn source_code(source: &str) -> String {
     let parsed: Option<serde_json::Value> = serde_json::from_str(source).ok();
     let code = parsed
@@ -181,251 +157,143 @@ fn source_code(source: &str) -> String {
     code[..end].to_owned()
 }
 
-impl Store {
-    /// The generation file of `table`: `<db_path>.<table>.gen`.
-    pub fn generation_path(&self, table: IndexTable) -> PathBuf {
-        let mut path = self.settings.db_path.clone().into_os_string();
-        path.push(format!(".{}.gen", table.name()));
-        PathBuf::from(path)
-    }
+/// One row on its way into a generation, its buffers reused from row to row.
+#[derive(Default)]
+pub(crate) struct RowBuf {
+    pub(crate) id: i64,
+    pub(crate) created_at: i64,
+    pub(crate) agent: String,
+    pub(crate) project: String,
+    pub(crate) channel: String,
+    pub(crate) source: String,
+    pub(crate) vector: Vec<f32>,
+}
 
-    /// Builds a generation of `table` from every row with a vector of the store's model,
-    /// streaming rows from one read transaction, and publishes it. `progress(done, total)`
-    /// is called every 1024 rows and at the end. A build that a purge overtook (the purge
-    /// mark is above the head it read) deletes its file and publishes nothing.
-    pub fn rebuild_index(
-        &self,
-        table: IndexTable,
-        progress: &mut dyn FnMut(u64, u64),
-    ) -> Result<RebuildOutcome> {
-        let target = self.vector_target();
-        let path = self.generation_path(table);
-        // Numbers stay monotonic even past a file that is no longer usable (purge, model).
-        let previous = self
-            .loaded_generation(table)
-            .map_or(0, |l| l.generation.generation())
-            .max(Generation::open(&path).map_or(0, |g| g.generation()));
-        let built = if table == IndexTable::Blocks {
-            Some(crate::store::generations::blocks::build(
-                self,
-                &path,
-                previous + 1,
-                progress,
-            )?)
-        } else {
-            None
-        };
-        let (head, summary) = match built {
-            Some(built) => built,
-            None => self.read(|conn| {
-                let tx = conn.unchecked_transaction()?;
-                let head = changelog_head(&tx)?;
-                let schema_version: u32 =
-                    tx.query_row("PRAGMA user_version", [], |row| row.get(0))?;
-                let total: u64 = tx.query_row(
-                    &format!(
-                        "SELECT COUNT(*) FROM {} WHERE embedding IS NOT NULL \
-                     AND embedding_model = ?1 AND embedding_dim = ?2",
-                        table.name()
-                    ),
-                    rusqlite::params![target.model_id, target.dim as i64],
-                    |row| row.get::<_, i64>(0),
-                )? as u64;
-                let meta = GenerationMeta {
-                    generation: previous + 1,
-                    source: SourceFingerprint {
-                        changelog_head: head,
-                        schema_version,
-                    },
-                    embedder: EmbedderIdentity {
-                        model_id: target.model_id.clone(),
-                        dim: target.dim,
-                    },
-                };
-                let mut writer = GenerationWriter::create(&path, meta)?;
-                let source_col = match table {
-                    IndexTable::Memories => "source",
-                    IndexTable::Episodes | IndexTable::Blocks => "''",
-                };
-                let mut stmt = tx.prepare(&format!(
-                    "SELECT id, created_at_ms, agent_id, project_id, channel, {source_col}, \
-                 embedding, embedding_format FROM {} WHERE embedding IS NOT NULL \
-                 AND embedding_model = ?1 AND embedding_dim = ?2 \
-                 ORDER BY created_at_ms DESC, id ASC",
-                    table.name()
-                ))?;
-                let mut rows = stmt.query(rusqlite::params![target.model_id, target.dim as i64])?;
-                let mut done = 0u64;
-                while let Some(row) = rows.next()? {
-                    let blob: Vec<u8> = row.get(6)?;
-                    let format_tag: String = row.get(7)?;
-                    let Some(vector) = format_from_tag(&format_tag)
-                        .and_then(|f| decode(&blob, f))
-                        .filter(|v| v.len() == target.dim)
-                    else {
-                        continue;
-                    };
-                    let agent: String = row.get(2)?;
-                    let project: String = row.get(3)?;
-                    let channel: String = row.get(4)?;
-                    let source = source_code(&row.get::<_, String>(5)?);
-                    writer.push(&Row {
-                        id: row.get(0)?,
-                        created_at: row.get(1)?,
-                        scope: IndexScope {
-                            agent: &agent,
-                            project: &project,
-                            channel: &channel,
-                            source: &source,
-                        },
-                        vector: &vector,
-                    })?;
-                    done += 1;
-                    if done.is_multiple_of(1024) {
-                        progress(done, total);
-                    }
-                }
-                drop(rows);
-                drop(stmt);
-                let summary = writer.finish()?;
-                progress(done, total.max(done));
-                tx.commit()?;
-                Ok((head, summary))
-            })?,
-        };
-        let purged = self.read(purged_through)?;
-        if purged > head {
-            // A purge committed after the build's snapshot: its file may hold the agent.
-            let _ = std::fs::remove_file(&path);
-            lock(&self.generations).insert(
-                table,
-                (
-                    None,
-                    Some("generation discarded: a purge raced its build".into()),
-                ),
-            );
-            return Ok(RebuildOutcome {
-                table,
-                generation: previous + 1,
-                rows: summary.count,
-                bytes: summary.bytes,
-                changelog_head: head,
-                discarded: true,
-                path,
-            });
-        }
-        let generation = Generation::open(&path)?.with_kernels(self.kernels);
-        lock(&self.generations).insert(table, (Some(Arc::new(Loaded::new(generation))), None));
-        Ok(RebuildOutcome {
-            table,
-            generation: previous + 1,
-            rows: summary.count,
-            bytes: summary.bytes,
+/// What a generation build reads: the rows counted for progress and the rows written, newest
+/// first, each bound to `(model_id, dim)`.
+pub(crate) struct BuildQuery<'a> {
+    pub(crate) count_sql: &'a str,
+    pub(crate) select_sql: &'a str,
+}
+
+/// Writes generation `generation` of `target`'s vectors to `path` from one read transaction:
+/// `read_row` fills the buffer from one selected row (`false` skips it). `progress(done,
+/// total)` is called every 1024 rows and at the end. Returns the change-log head it read.
+pub(crate) fn write_generation(
+    conn: &Connection,
+    target: &VectorTarget,
+    path: &Path,
+    generation: u64,
+    query: BuildQuery<'_>,
+    read_row: &mut dyn FnMut(&rusqlite::Row<'_>, &mut RowBuf) -> rusqlite::Result<bool>,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<(u64, WriteSummary)> {
+    let tx = conn.unchecked_transaction()?;
+    let head = changelog_head(&tx)?;
+    let schema_version: u32 = tx.query_row("PRAGMA user_version", [], |row| row.get(0))?;
+    let params = rusqlite::params![target.model_id, target.dim as i64];
+    let total = tx.query_row(query.count_sql, params, |row| row.get::<_, i64>(0))? as u64;
+    let meta = GenerationMeta {
+        generation,
+        source: SourceFingerprint {
             changelog_head: head,
-            discarded: false,
-            path,
-        })
-    }
-
-    /// The published generation of `table`, loading it from disk on first use. `None` when
-    /// there is no usable one (missing, unreadable, another embedder, or older than a purge).
-    pub(crate) fn loaded_generation(&self, table: IndexTable) -> Option<Arc<Loaded>> {
-        self.generation_with_note(table).0
-    }
-
-    fn generation_with_note(&self, table: IndexTable) -> (Option<Arc<Loaded>>, Option<String>) {
-        let purged = self.read(purged_through).unwrap_or(u64::MAX);
-        let mut cache = lock(&self.generations);
-        let entry = cache
-            .entry(table)
-            .or_insert_with(|| self.load_from_disk(table));
-        if let Some(loaded) = &entry.0
-            && loaded.head() < purged
-        {
-            *entry = (
-                None,
-                Some("generation predates a purge; rebuild it".to_owned()),
-            );
+            schema_version,
+        },
+        embedder: EmbedderIdentity {
+            model_id: target.model_id.clone(),
+            dim: target.dim,
+        },
+    };
+    let mut writer = GenerationWriter::create(path, meta)?;
+    let mut stmt = tx.prepare(query.select_sql)?;
+    let mut rows = stmt.query(params)?;
+    let mut buf = RowBuf {
+        vector: vec![0.0; target.dim],
+        ..RowBuf::default()
+    };
+    let mut done = 0u64;
+    while let Some(row) = rows.next()? {
+        if !read_row(row, &mut buf)? {
+            continue;
         }
-        entry.clone()
-    }
-
-    fn load_from_disk(&self, table: IndexTable) -> (Option<Arc<Loaded>>, Option<String>) {
-        let path = self.generation_path(table);
-        if !path.exists() {
-            return (None, Some("no generation file".to_owned()));
+        writer.push(&Row {
+            id: buf.id,
+            created_at: buf.created_at,
+            scope: IndexScope {
+                agent: &buf.agent,
+                project: &buf.project,
+                channel: &buf.channel,
+                source: &buf.source,
+            },
+            vector: &buf.vector,
+        })?;
+        done += 1;
+        if done.is_multiple_of(1024) {
+            progress(done, total);
         }
-        let generation = match Generation::open(&path) {
-            Ok(g) => g.with_kernels(self.kernels),
-            Err(err) => return (None, Some(format!("generation ignored: {err}"))),
+    }
+    drop(rows);
+    drop(stmt);
+    let summary = writer.finish()?;
+    progress(done, total.max(done));
+    tx.commit()?;
+    Ok((head, summary))
+}
+
+/// Builds generation `generation` of a record table (`memories`, `episodes`) from every row
+/// with a vector of the store's model.
+pub(crate) fn build_records(
+    conn: &Connection,
+    table: IndexTable,
+    target: &VectorTarget,
+    path: &Path,
+    generation: u64,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<(u64, WriteSummary)> {
+    let source_col = match table {
+        IndexTable::Memories => "source",
+        IndexTable::Episodes | IndexTable::Blocks => "''",
+    };
+    let name = table.name();
+    let count_sql = format!(
+        "SELECT COUNT(*) FROM {name} WHERE embedding IS NOT NULL \
+         AND embedding_model = ?1 AND embedding_dim = ?2"
+    );
+    let select_sql = format!(
+        "SELECT id, created_at_ms, agent_id, project_id, channel, {source_col}, \
+         embedding, embedding_format FROM {name} WHERE embedding IS NOT NULL \
+         AND embedding_model = ?1 AND embedding_dim = ?2 \
+         ORDER BY created_at_ms DESC, id ASC"
+    );
+    let dim = target.dim;
+    let mut read_row = |row: &rusqlite::Row<'_>, buf: &mut RowBuf| -> rusqlite::Result<bool> {
+        let blob: Vec<u8> = row.get(6)?;
+        let format_tag: String = row.get(7)?;
+        let Some(vector) = format_from_tag(&format_tag)
+            .and_then(|f| decode(&blob, f))
+            .filter(|v| v.len() == dim)
+        else {
+            return Ok(false);
         };
-        let target = self.vector_target();
-        let identity = generation.embedder();
-        if identity.model_id != target.model_id || identity.dim != target.dim {
-            return (
-                None,
-                Some(format!(
-                    "generation ignored: built for {} ({} dims), store holds {} ({} dims)",
-                    identity.model_id, identity.dim, target.model_id, target.dim
-                )),
-            );
-        }
-        (Some(Arc::new(Loaded::new(generation))), None)
-    }
-
-    /// Drops every cached generation (the purge hook calls it; the next use reloads and
-    /// rejects files older than the purge mark).
-    pub(crate) fn forget_generations(&self) {
-        lock(&self.generations).clear();
-    }
-
-    /// The index state of each table (generation, rows, live tail, age, file size).
-    pub fn index_status(&self) -> Result<IndexStatus> {
-        let mut tables = Vec::new();
-        for table in IndexTable::ALL {
-            let (loaded, note) = self.generation_with_note(table);
-            let path = self.generation_path(table);
-            let file = std::fs::metadata(&path).ok();
-            let live_tail: u64 = match &loaded {
-                Some(l) => self.read(|conn| {
-                    Ok(conn.query_row(
-                        "SELECT COUNT(DISTINCT row_id) FROM change_log \
-                         WHERE table_name = ? AND seq > ?",
-                        rusqlite::params![table.name(), l.head() as i64],
-                        |row| row.get::<_, i64>(0),
-                    )? as u64)
-                })?,
-                None => self.read(|conn| {
-                    Ok(conn.query_row(
-                        &format!(
-                            "SELECT COUNT(*) FROM {} WHERE embedding IS NOT NULL",
-                            table.name()
-                        ),
-                        [],
-                        |row| row.get::<_, i64>(0),
-                    )? as u64)
-                })?,
-            };
-            let rows = loaded.as_ref().map_or(0, |l| l.generation.len() as u64);
-            tables.push(TableIndexStatus {
-                table,
-                generation: loaded.as_ref().map(|l| l.generation.generation()),
-                rows,
-                live_tail,
-                age_ms: loaded.as_ref().and(file.as_ref()).and_then(|m| {
-                    let modified = m.modified().ok()?;
-                    SystemTime::now()
-                        .duration_since(modified)
-                        .ok()
-                        .map(|d| d.as_millis() as u64)
-                }),
-                file_bytes: loaded.as_ref().and(file.as_ref()).map(|m| m.len()),
-                stale_share: loaded
-                    .as_ref()
-                    .map(|_| live_tail as f64 / rows.max(1) as f64),
-                note,
-            });
-        }
-        Ok(IndexStatus { tables })
-    }
+        buf.vector = vector;
+        buf.id = row.get(0)?;
+        buf.created_at = row.get(1)?;
+        buf.agent = row.get(2)?;
+        buf.project = row.get(3)?;
+        buf.channel = row.get(4)?;
+        buf.source = source_code(&row.get::<_, String>(5)?);
+        Ok(true)
+    };
+    write_generation(
+        conn,
+        target,
+        path,
+        generation,
+        BuildQuery {
+            count_sql: &count_sql,
+            select_sql: &select_sql,
+        },
+        &mut read_row,
+        progress,
+    )
 }

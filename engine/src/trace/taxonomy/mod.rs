@@ -16,7 +16,7 @@
 use serde::Serialize;
 
 use crate::error::Result;
-use crate::recall::{Ref, RefKind};
+use crate::refs::{Ref, RefKind};
 use crate::scope::Scope;
 use crate::store::Store;
 use crate::trace::replay::{ReplayChanges, replay, trace_refs_best_first};
@@ -104,7 +104,7 @@ pub struct Attribution {
     /// The ref expected.
     #[serde(
         rename = "expected",
-        serialize_with = "crate::trace::ref_serde::serialize"
+        serialize_with = "crate::refs::ref_serde::serialize"
     )]
     pub expected: Ref,
     /// True when it came back.

@@ -2,7 +2,7 @@
 
 use proptest::prelude::*;
 
-use crate::recall::stages::candidate::{Ref, RefKind};
+use crate::refs::{Ref, RefKind};
 
 #[test]
 fn refs_parse_strictly() {

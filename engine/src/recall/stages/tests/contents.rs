@@ -6,7 +6,7 @@ use std::convert::Infallible;
 use serde_json::{Value, json};
 
 use crate::recall::RecallError;
-use crate::recall::stages::candidate::Ref;
+use crate::refs::Ref;
 use crate::recall::stages::contents::{
     StoredContent, UnresolvedReason, get_contents, parse_requests, revision,
 };

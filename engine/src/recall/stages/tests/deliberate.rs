@@ -1,7 +1,7 @@
 //! The Deliberative loop: stages re-filter the one fetched pool, revise at most once, and say
 //! which limit acted.
 
-use crate::recall::stages::candidate::Ref;
+use crate::refs::Ref;
 use crate::recall::stages::cue::{CueConfidence, DAY_MS, Period};
 use crate::recall::stages::deliberate::{
     CueConfig, CueRow, LoopLimit, StageOutcome, StopRule, Sufficiency, SufficiencyRule,

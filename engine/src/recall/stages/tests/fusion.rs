@@ -2,7 +2,8 @@
 
 use proptest::prelude::*;
 
-use crate::recall::stages::candidate::{Arm, ArmHit, ArmList, Ref};
+use crate::recall::stages::candidate::{Arm, ArmHit, ArmList};
+use crate::refs::Ref;
 use crate::recall::stages::fusion::{ArmWeights, FusionMode, fuse, fused_order, rrf, rsf};
 
 fn list(arm: Arm, refs: &[(Ref, Option<f64>)]) -> ArmList {

@@ -1,7 +1,8 @@
 //! The gate: cosine against an absolute threshold, lexical-only rows never dropped by it,
 //! and the fallback when the gate empties a result the lexical arms had.
 
-use crate::recall::stages::candidate::{Arm, ArmList, Ref};
+use crate::recall::stages::candidate::{Arm, ArmList};
+use crate::refs::Ref;
 use crate::recall::stages::fusion::{ArmWeights, rrf};
 use crate::recall::stages::gate::profile_passes;
 use crate::recall::stages::gate::{

@@ -3,7 +3,8 @@
 use proptest::prelude::*;
 use rusqlite::Connection;
 
-use crate::recall::stages::candidate::{Arm, Ref};
+use crate::recall::stages::candidate::Arm;
+use crate::refs::Ref;
 use crate::recall::stages::keyword::{
     KeywordRow, MAX_LIKE_PATTERN_BYTES, escape_like, matched_needles, plan, rank,
 };

@@ -4,7 +4,8 @@ use std::collections::HashMap;
 
 use expect_test::{Expect, expect};
 
-use crate::recall::stages::candidate::{Arm, ArmHit, ArmList, Ref};
+use crate::recall::stages::candidate::{Arm, ArmHit, ArmList};
+use crate::refs::Ref;
 use crate::recall::stages::confidence::{ConfidenceInput, confidence};
 use crate::recall::stages::config::RecallConfig;
 use crate::recall::stages::gate::GateInput;
@@ -407,7 +408,7 @@ mod invariant {
     use proptest::prelude::*;
 
     use super::{arms, corpus};
-    use crate::recall::stages::candidate::Ref;
+    use crate::refs::Ref;
     use crate::recall::stages::config::RecallConfig;
     use crate::recall::stages::gate::GateInput;
     use crate::recall::stages::shape::Hydrated;

@@ -3,7 +3,8 @@
 
 use std::collections::HashMap;
 
-use crate::recall::stages::candidate::{Arm, ArmList, Ref};
+use crate::recall::stages::candidate::{Arm, ArmList};
+use crate::refs::Ref;
 use crate::recall::stages::config::RecallConfig;
 use crate::recall::stages::gate::GateInput;
 use crate::recall::stages::recency::RecencyConfig;

@@ -5,7 +5,8 @@ use std::collections::BTreeSet;
 use proptest::prelude::*;
 
 use crate::recall::RecallError;
-use crate::recall::stages::candidate::{Arm, ArmList, Ref};
+use crate::recall::stages::candidate::{Arm, ArmList};
+use crate::refs::Ref;
 use crate::recall::stages::fusion::{ArmWeights, FusionMode, fuse};
 use crate::recall::stages::select::{RecallDepth, cut_to_limit};
 

@@ -1,6 +1,7 @@
 //! Shaping: last-is-best, the preview tier, excerpts, the full-content budget.
 
-use crate::recall::stages::candidate::{Arm, ArmList, Ref};
+use crate::recall::stages::candidate::{Arm, ArmList};
+use crate::refs::Ref;
 use crate::recall::stages::config::RecallConfig;
 use crate::recall::stages::excerpt::ExcerptBasis;
 use crate::recall::stages::fusion::{ArmWeights, FusionMode, rrf};
