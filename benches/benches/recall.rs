@@ -26,7 +26,8 @@ use cpersona_engine::embed::{Embedder, HashEmbedder};
 use cpersona_engine::recall::stages::fusion::fuse;
 use cpersona_engine::recall::stages::gate::{self, GateInput};
 use cpersona_engine::recall::stages::shape::{Hydrated, ShapeInput, shape};
-use cpersona_engine::recall::{ArmList, RecallConfig, RefKind};
+use cpersona_engine::recall::{ArmList, RecallConfig};
+use cpersona_engine::refs::RefKind;
 use cpersona_engine::{
     EmbeddingFormat, Engine, EngineConfig, ImportRequest, IndexTable, RecallQuery, time, vector,
 };

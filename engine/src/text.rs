@@ -10,7 +10,6 @@ pub const MAX_KEY_CHARS: usize = 256;
 /// Timestamp text cap in characters (CPersona 2.6 fixes 64): no ISO-8601 instant is longer.
 pub const MAX_TIMESTAMP_CHARS: usize = 64;
 
-
 /// Text that passed the sanitiser.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Sanitised {

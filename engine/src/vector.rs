@@ -25,7 +25,6 @@ impl EmbeddingFormat {
     }
 }
 
-
 /// Checks `vector` against `dim` and encodes it.
 pub fn encode(vector: &[f32], dim: usize, format: EmbeddingFormat) -> Result<Vec<u8>> {
     if vector.len() != dim {

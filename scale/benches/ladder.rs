@@ -185,7 +185,7 @@ fn run_rung(corpus: &Corpus, n: usize, work: &Path) -> BoxResult<Rung> {
                 .iter()
                 .filter(|a| matches!(a.arm, Arm::VectorNear | Arm::VectorFar))
                 .flat_map(|a| a.hits.iter())
-                .filter(|h| h.r#ref.kind == cpersona_engine::recall::RefKind::Mem)
+                .filter(|h| h.r#ref.kind == cpersona_engine::refs::RefKind::Mem)
                 .map(|h| (h.raw.unwrap_or(f64::MIN), h.r#ref.id))
                 .collect();
             got.sort_by(|a, b| b.0.total_cmp(&a.0));

@@ -28,7 +28,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use cpersona_engine::embed::hash::HashEmbedder;
-use cpersona_engine::recall::Ref;
+use cpersona_engine::refs::Ref;
 use cpersona_engine::taxonomy::{LoopInputs, attribute_with};
 use cpersona_engine::time::{format_ms, parse_iso8601_ms};
 use cpersona_engine::{Engine, EngineConfig, RecallQuery, StoreId, StoreRequest, TimeCue};

@@ -6,6 +6,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 mod env;
+mod error;
 mod reconstruct;
 use reconstruct::parse_reconstruct;
 #[cfg(test)]
@@ -13,33 +14,9 @@ mod tests;
 
 pub use env::Env;
 use env::invalid;
-
-/// A setting that could not be used; the message names the variable.
-#[derive(Debug, thiserror::Error)]
-pub enum ConfigError {
-    /// A value did not parse or is out of range.
-    #[error("{var}={value:?} is invalid: {reason}")]
-    Invalid {
-        var: &'static str,
-        value: String,
-        reason: String,
-    },
-    /// Two settings contradict each other.
-    #[error("{var} conflicts with {other}: {reason}")]
-    Conflict {
-        var: &'static str,
-        other: &'static str,
-        reason: String,
-    },
-    /// A required setting is missing.
-    #[error("{var} must be set: {reason}")]
-    Missing { var: &'static str, reason: String },
-    /// An environment variable is not valid UTF-8.
-    #[error("environment variable {var} is not valid UTF-8")]
-    NotUnicode { var: String },
-}
-
-type Result<T, E = ConfigError> = std::result::Result<T, E>;
+pub use error::ConfigError;
+use error::Result;
+pub use reconstruct::{ReconstructSequence, ReconstructSettings};
 
 /// Everything the server needs, validated.
 #[derive(Clone, Debug)]
@@ -208,33 +185,6 @@ pub struct RecallSettings {
     /// the rarest terms); `None` = every match (`CPERSONA_RECALL_LEXICAL_CAP`: `off`, or
     /// 100..=100,000,000; default 100).
     pub lexical_cap: Option<usize>,
-}
-
-/// How reconstruct orders quoted passages (`CPERSONA_RECONSTRUCT_SEQUENCE`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ReconstructSequence {
-    Items,
-    Evidence,
-    Whole,
-}
-
-/// Reconstruct settings (cpersona-2.6.14 §4.1, §4.2 and §7 "Reconstruct").
-#[derive(Clone, Debug)]
-pub struct ReconstructSettings {
-    pub max_count: u64,
-    pub default_count: u64,
-    pub forced_count: Option<u64>,
-    pub top_k: u64,
-    pub max_hops: u64,
-    pub max_evidence: u64,
-    pub adjacency_seconds: u64,
-    pub quote_chars: u64,
-    pub full_quotes: u64,
-    pub tail_quote_chars: u64,
-    pub sequence: ReconstructSequence,
-    pub default_budget: u64,
-    pub max_budget: u64,
-    pub forced_budget: Option<u64>,
 }
 
 /// The default database path: `<user data dir>/cpersona/cpersona.db`, else `./cpersona.db`.

@@ -25,7 +25,6 @@ use serde::Serialize;
 use crate::derived::blocks::{Block, BlockChoice, BlockVectors, int8_codes, segment, sign_bits};
 use crate::derived::nodes::{NodeSpan, divide};
 use crate::error::Result;
-use crate::recall::stages::contents::StoredContent;
 use crate::refs::{Ref, RefKind};
 use crate::store::Store;
 use crate::vector::decode;
@@ -334,7 +333,7 @@ fn unchanged(tx: &Transaction<'_>, r: Ref, text: &str) -> Result<bool> {
     Ok(read_parent(tx, r)?.is_some_and(|(now, _)| now == text))
 }
 
-fn read_blocks(conn: &Connection, r: Ref) -> Result<Vec<StoredBlock>> {
+pub(crate) fn read_blocks(conn: &Connection, r: Ref) -> Result<Vec<StoredBlock>> {
     let mut stmt = conn.prepare_cached(
         "SELECT block_index, start_char, end_char, embedding_bits, embedding_i8 FROM record_blocks \
          WHERE parent_kind = ? AND parent_id = ? ORDER BY block_index",
@@ -353,31 +352,6 @@ fn read_blocks(conn: &Connection, r: Ref) -> Result<Vec<StoredBlock>> {
         })
     })?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)
-}
-
-/// Adds the record's node and block offsets to a row the caller's scope returned (the
-/// `get_contents` fetcher); `None` stays `None`.
-pub(crate) fn with_ranges(
-    conn: &Connection,
-    r: Ref,
-    stored: Option<StoredContent>,
-) -> Result<Option<StoredContent>> {
-    let Some(mut stored) = stored else {
-        return Ok(None);
-    };
-    let mut stmt = conn.prepare_cached(
-        "SELECT start_char, end_char FROM record_nodes WHERE parent_kind = ? AND parent_id = ? \
-         ORDER BY node_index",
-    )?;
-    let rows = stmt.query_map(params![kind_tag(r.kind), r.id], |row| {
-        Ok((
-            row.get::<_, i64>(0)? as usize,
-            row.get::<_, i64>(1)? as usize,
-        ))
-    })?;
-    stored.nodes = rows.collect::<rusqlite::Result<_>>()?;
-    stored.blocks = read_blocks(conn, r)?.into_iter().map(|b| b.span).collect();
-    Ok(Some(stored))
 }
 
 /// The stored blocks of record `r` ranked against `query` for its current `text`; `None`
@@ -402,43 +376,4 @@ pub(crate) fn block_choice(
         &vectors,
         text.chars().count(),
     ))
-}
-
-/// The characters a recall row shows before the stored text (`"[Episode] "` for episodes).
-fn shown_prefix(kind: RefKind) -> usize {
-    match kind {
-        RefKind::Mem => 0,
-        RefKind::Ep => "[Episode] ".chars().count(),
-    }
-}
-
-/// Replaces the text-heuristic excerpt of each preview-cut recall row by one picked from
-/// the record's stored blocks against `query` (the query vector), where the record has a
-/// rankable block set; other rows keep theirs. Reads each row within `scope` again.
-pub(crate) fn block_excerpts(
-    store: &Store,
-    scope: &crate::scope::Scope,
-    messages: &mut [crate::recall::stages::shape::RecallMessage],
-    query: &[f32],
-    cap: usize,
-) -> Result<()> {
-    use crate::recall::stages::excerpt::block_excerpt;
-    store.read(|conn| {
-        for message in messages.iter_mut().filter(|m| m.excerpt.is_some()) {
-            let r = message.r#ref;
-            let Some(stored) = crate::recall::read_scoped(conn, scope, r)? else {
-                continue;
-            };
-            let Some(choice) = block_choice(conn, r, &stored.text, query)? else {
-                continue;
-            };
-            let shown = crate::trace::hydrated(r, stored).content;
-            let choice = choice.shifted(shown_prefix(r.kind));
-            if let Some(found) = block_excerpt(&shown, &choice, cap) {
-                message.excerpt_basis = Some(found.basis);
-                message.excerpt = Some(found.text);
-            }
-        }
-        Ok(())
-    })
 }

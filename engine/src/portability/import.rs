@@ -3,7 +3,6 @@
 //! transactions. Re-importing a file skips every row (dedup on the exact bucket).
 //! Pre-computed embeddings are kept when their width matches the store; others are queued.
 
-
 use serde_json::{Map, Value};
 
 use super::assoc::{self, Pending};

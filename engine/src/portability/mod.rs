@@ -16,8 +16,8 @@ mod record;
 use std::path::{Component, Path, PathBuf};
 
 pub use export::{ExportOutcome, ExportRequest};
-pub use record::{ImportOutcome, ImportRequest};
 pub use merge::{MergeMode, MergeOutcome, MergeRequest};
+pub use record::{ImportOutcome, ImportRequest};
 
 use crate::error::{Error, Result};
 

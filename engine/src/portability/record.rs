@@ -113,4 +113,3 @@ pub(super) enum Record {
         updated_at_ms: i64,
     },
 }
-

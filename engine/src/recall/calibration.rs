@@ -11,10 +11,14 @@
 use rusqlite::OptionalExtension;
 use serde::Serialize;
 
+/// Rows sampled per agent for a calibration, newest first.
+pub const CALIBRATION_SAMPLE_ROWS: usize = 5_000;
+
 use crate::config::EngineConfig;
 use crate::error::{Error, Result};
+use crate::recall::read::{SCORING_VERSION, parse_json};
 use crate::recall::stages::calibrate::{CalibrationParams, calibrate};
-use crate::recall::{CALIBRATION_SAMPLE_ROWS, CalibrationOutcome, SCORING_VERSION, parse_json};
+use crate::recall::types::CalibrationOutcome;
 use crate::store::Store;
 use crate::vector::{decode, format_from_tag};
 
@@ -181,8 +185,7 @@ pub(crate) fn set_recall_precision(
     }
     let previous = recall_beta(store, agent_id)?;
     store_recall_beta(store, agent_id, beta)?;
-    let calibration = match calibrate_threshold(store, config, agent_id)
-    {
+    let calibration = match calibrate_threshold(store, config, agent_id) {
         Ok(outcome) => Ok(outcome),
         Err(err) => {
             store_recall_beta(store, agent_id, previous)?;

@@ -12,9 +12,9 @@
 use rusqlite::types::Value;
 
 use crate::error::Result;
-use crate::recall::RecallConfig;
+use crate::recall::stages::config::RecallConfig;
+use crate::recall::types::{RecallQuery, RecallResult};
 use crate::refs::RefKind;
-use crate::recall::{RecallQuery, RecallResult};
 use crate::store::Store;
 
 /// True when this recall gives no credit (confidence off, deep, gate fallback, paused).

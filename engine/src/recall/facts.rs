@@ -6,11 +6,11 @@
 use rusqlite::{Connection, OptionalExtension};
 
 use crate::error::Result;
+use crate::recall::stages::candidate::FusedCandidate;
 use crate::recall::stages::confidence::{
     Confidence, ConfidenceInput, ConfidenceParams, confidence,
 };
 use crate::recall::stages::filters::RowFacts;
-use crate::recall::FusedCandidate;
 use crate::refs::{Ref, RefKind};
 use crate::scope::Scope;
 

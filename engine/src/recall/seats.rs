@@ -5,7 +5,6 @@
 //! are in ascending relevance, so held rows come first). Each is off by default; when off, or
 //! when the registry holds no term in scope, the response is left exactly as it was.
 
-use std::cell::Cell;
 use std::collections::HashSet;
 
 use rusqlite::Connection;
@@ -16,23 +15,19 @@ use crate::associations::normalize;
 use crate::associations::traverse::{entity_name, mentions_of, relations_of};
 use crate::config::EngineConfig;
 use crate::error::Result;
+use crate::recall::pass::Pass;
+use crate::recall::read::hydrate;
 use crate::recall::stages::associations_cue::{
     self, MAX_TERMS, held_message, matched_entities, pick,
 };
+use crate::recall::stages::pipeline::RecallResponse;
 use crate::recall::stages::propagation::{self, DEPTH};
-use crate::recall::stages::shape::{Hydrated, MatchReason, Signal};
-use crate::recall::{RecallQuery, read_scoped};
-use crate::recall::RecallResponse;
+use crate::recall::stages::shape::{MatchReason, RecallMessage, Signal};
+use crate::recall::types::RecallQuery;
 use crate::refs::{Ref, RefKind};
 use crate::scope::Scope;
 use crate::store::Store;
 use crate::vector::{decode, format_from_tag};
-
-thread_local! {
-    /// Set while the propagation seat runs its deeper recall, so that recall adds no held
-    /// places of its own (and cannot recurse).
-    static DEEPER: Cell<bool> = const { Cell::new(false) };
-}
 
 /// Declared terms (`(entity id, normalised name or alias)`) in `scope`, at most
 /// [`MAX_TERMS`] + 1 so the caller can tell the bound cut.
@@ -76,31 +71,59 @@ fn stored_vector(conn: &Connection, scope: &Scope, r: Ref, dim: usize) -> Result
     }))
 }
 
-/// Adds the held places of the association cue and the propagation seat to `response`,
-/// in that order (CPersona's order of held places), and says in `advisories` when a
-/// bound cut. Called by `Engine::recall` after its window is shaped.
-pub(crate) fn held_seats(
+/// The query of the propagation seat's deeper pass (Recall Depth 100 per arm, held within
+/// the operator's maximum, at most that many rows), when the seat is on and the window has
+/// a best row to anchor it; the entry runs that pass, reusing the window's cue plan.
+pub(crate) fn deeper_query(
+    config: &EngineConfig,
+    q: &RecallQuery,
+    window: &Pass,
+) -> Option<RecallQuery> {
+    let wanted = config.propagation_seat
+        && !q.query.trim().is_empty()
+        && !window.outcome.response.messages.is_empty();
+    wanted.then(|| RecallQuery {
+        limit: DEPTH.max(config.recall.depth.per_arm()),
+        depth: Some(DEPTH),
+        trace: false,
+        full_content: false,
+        ..q.clone()
+    })
+}
+
+/// Adds the held places of the association cue and the propagation seat (picked from
+/// `deeper`, the deeper pass) to the window's response, in that order (CPersona's order of
+/// held places), and says in its advisories when a bound cut. Returns the held rows as they
+/// now lead the response.
+pub(crate) fn hold(
     store: &Store,
     config: &EngineConfig,
     q: &RecallQuery,
-    scope: &Scope,
-    response: &mut RecallResponse,
-    advisories: &mut Vec<String>,
-) -> Result<()> {
-    if DEEPER.with(Cell::get) || q.query.trim().is_empty() {
-        return Ok(());
+    window: &mut Pass,
+    deeper: Option<&Pass>,
+) -> Result<Vec<RecallMessage>> {
+    if q.query.trim().is_empty() {
+        return Ok(Vec::new());
     }
+    let before = window.outcome.response.messages.len();
     // The best row of the window, before any held row is added.
-    let anchor = response.messages.last().map(|m| m.r#ref);
+    let anchor = window.outcome.response.messages.last().map(|m| m.r#ref);
+    let scope = window.scope.clone();
     if config.associations_enabled {
-        association_seats(store, config, q, scope, response, advisories)?;
+        association_seats(
+            store,
+            config,
+            q,
+            &scope,
+            &mut window.outcome.response,
+            &mut window.advisories,
+        )?;
     }
-    if config.propagation_seat
-        && let Some(anchor) = anchor
-    {
-        propagation_seat(store, config, q, scope, anchor, response)?;
+    if let (Some(anchor), Some(deeper)) = (anchor, deeper) {
+        propagation_seat(store, &scope, anchor, deeper, &mut window.outcome.response)?;
     }
-    Ok(())
+    let held = window.outcome.response.messages.len() - before;
+    Ok(window.outcome.response.messages[..held].to_vec())
 }
 
 fn association_seats(
@@ -172,16 +195,7 @@ fn association_seats(
         }
         let mut rows = Vec::new();
         for (r, name, hops) in picked {
-            if let Some(s) = read_scoped(conn, scope, r)? {
-                let row = Hydrated {
-                    content: match r.kind {
-                        RefKind::Mem => s.text,
-                        RefKind::Ep => format!("[Episode] {}", s.text),
-                    },
-                    source: s.source,
-                    timestamp: s.timestamp,
-                    msg_id: s.msg_id,
-                };
+            if let Some(row) = hydrate(conn, scope, r)? {
                 rows.push(held_message(
                     &shape,
                     &q.query,
@@ -204,27 +218,17 @@ fn association_seats(
 
 fn propagation_seat(
     store: &Store,
-    config: &EngineConfig,
-    q: &RecallQuery,
     scope: &Scope,
     anchor: Ref,
+    deeper: &Pass,
     response: &mut RecallResponse,
 ) -> Result<()> {
-    let deeper_query = RecallQuery {
-        // The second pass runs at Recall Depth 100 per arm (the design's depth; held
-        // within the operator's maximum) and returns at most that many rows.
-        limit: DEPTH.max(config.recall.depth.per_arm()),
-        depth: Some(DEPTH),
-        trace: false,
-        full_content: false,
-        ..q.clone()
-    };
-    DEEPER.with(|d| d.set(true));
-    let deeper = crate::recall::recall_pass(store, config, &deeper_query);
-    DEEPER.with(|d| d.set(false));
-    let deeper = deeper?.response;
-    let deeper_depth = deeper.depth.unwrap_or(deeper_query.limit);
-    let mut deeper = deeper.messages;
+    let deeper_depth = deeper
+        .outcome
+        .response
+        .depth
+        .unwrap_or(deeper.outcome.stages.order.limit);
+    let mut deeper: Vec<RecallMessage> = deeper.outcome.response.messages.clone();
     deeper.reverse(); // best first
     let dim = store.vector_target().dim;
     let held: HashSet<Ref> = response.messages.iter().map(|m| m.r#ref).collect();

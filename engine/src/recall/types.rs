@@ -1,15 +1,24 @@
 //! The public shapes of a recall: what the agent asks (`RecallQuery`), what comes back
-//! (`RecallResult`, `RecallTimings`) and a stored calibration. Data only; no store access.
+//! (`RecallResult`, `RecallTimings`), what a traced recall captures (`Capture`) and a stored
+//! calibration. Data only; no store access.
 
-use serde::Serialize;
+use std::collections::HashMap;
 
-use crate::recall::RecallResponse;
+use serde::{Deserialize, Serialize};
+
 use crate::recall::arms::lexical;
+use crate::recall::stages::confidence::{ConfidenceInput, ConfidenceParams};
+use crate::recall::stages::config::RecallConfig;
 use crate::recall::stages::cue::TimeCue;
+use crate::recall::stages::cue_plan::CuePlan;
 use crate::recall::stages::filters::FilterReport;
+use crate::recall::stages::gate::GateInput;
+use crate::recall::stages::pipeline::RecallResponse;
 use crate::recall::stages::pipeline::RecallStages;
+use crate::recall::stages::shape::{Hydrated, RecallMessage};
+use crate::refs::Ref;
 
-use super::VectorReport;
+use crate::recall::arms::vector::VectorReport;
 
 /// A recall as an agent asks it (CPersona's `recall` arguments this engine serves).
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -93,10 +102,14 @@ pub struct RecallResult {
     pub filtered: FilterReport,
     /// What the trace needs beyond the stages (`crate::trace`), when `trace`.
     #[serde(skip)]
-    pub capture: Option<Box<crate::trace::Capture>>,
+    pub capture: Option<Box<Capture>>,
     /// The query's vector, when the vector arm ran (reconstruct ranks blocks with it).
     #[serde(skip)]
     pub query_vector: Option<Vec<f32>>,
+    /// Fetches this recall made from the index and the store: the arms of each pass (the
+    /// window's, and the propagation seat's deeper pass when it ran) and the time cue's
+    /// envelope (once; the deeper pass reuses the window's plan).
+    pub fetches: usize,
 }
 
 /// A stored calibration and where it came from.
@@ -106,4 +119,58 @@ pub struct CalibrationOutcome {
     pub agent_id: String,
     /// The calibration.
     pub calibration: crate::recall::stages::calibrate::Calibration,
+}
+
+/// The embedder's identity (never a vector).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TraceEmbedder {
+    /// The store's vector model id.
+    pub model_id: String,
+    /// The store's vector dimension.
+    pub dim: usize,
+    /// True when the configured embedder matches the store's vectors.
+    pub matches_store: bool,
+    /// True when the vector arm ran for this recall.
+    pub vector_arm_ran: bool,
+}
+
+/// The cue as the caller gave it and what it was resolved against: what the failure
+/// taxonomy re-normalises (another anchor) or replaces (an intended cue) in a replay.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TraceCueRequest {
+    /// The cue as parsed.
+    pub given: TimeCue,
+    /// The clock it was resolved against, UTC ms.
+    pub now_ms: i64,
+    /// The scope's dated span (oldest, newest), UTC ms; `None` when it held none.
+    pub span: Option<(i64, i64)>,
+}
+
+/// What [`crate::recall::recall`] captures beside its result when a trace is asked.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Capture {
+    /// The query as asked.
+    pub query: RecallQuery,
+    /// The stage settings used.
+    pub config: RecallConfig,
+    /// The gate's input.
+    pub gate_input: GateInput,
+    /// The embedder's model id and dimension, and whether it matched the store.
+    pub embedder: TraceEmbedder,
+    /// Every fused candidate's row as read in the caller's scope (`None`: vanished), then
+    /// the cue's seated rows and the held places' rows.
+    pub pool: Vec<(Ref, Option<Hydrated>)>,
+    /// Every fused candidate's confidence input without its cosine, and the constants
+    /// (`None` when confidence is not reported), so a replay reports confidence for the rows
+    /// it admits, from its own candidates' cosines.
+    pub confidence: Option<(ConfidenceParams, HashMap<Ref, ConfidenceInput>)>,
+    /// Milliseconds spent reading the rows the pass itself did not hydrate.
+    pub capture_ms: f64,
+    /// The time cue's plan the pass applied, when it had one.
+    pub cue: Option<CuePlan>,
+    /// The time cue as given and what it was resolved against, when the recall had one.
+    pub cue_request: Option<TraceCueRequest>,
+    /// The rows held after the window (association cue, propagation seat), best first, as
+    /// they were returned: recorded, not re-run, by a replay.
+    pub held: Vec<RecallMessage>,
 }

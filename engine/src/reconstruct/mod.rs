@@ -33,7 +33,7 @@ use serde::Serialize;
 
 use crate::config::EngineConfig;
 use crate::error::{Error, Result};
-use crate::refs::Ref;
+use crate::recall::RecallQuery;
 use crate::recall::stages::cue::TimeCue;
 use crate::recall::stages::pipeline::CueResponse;
 use crate::reconstruct::mode::{
@@ -45,12 +45,12 @@ use crate::reconstruct::read::{
 use crate::reconstruct::stages::Mutation;
 use crate::reconstruct::stages::assemble::assemble_with;
 use crate::reconstruct::stages::compact::Compacted;
+use crate::reconstruct::stages::config::ReconstructConfig;
 use crate::reconstruct::stages::places;
 use crate::reconstruct::stages::window::candidate_limit_with;
+use crate::refs::Ref;
 use crate::scope::Scope;
 use crate::store::Store;
-use crate::recall::RecallQuery;
-use crate::reconstruct::stages::config::ReconstructConfig;
 
 /// A reconstruct as an agent asks it.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -212,11 +212,11 @@ pub(crate) fn reconstruct_with(
         now_ms: req.now_ms,
         ..RecallQuery::default()
     };
-    let recall = crate::recall::recall_pass(store, config, &query)?;
+    let recall = crate::recall::answer(store, config, &query)?;
     // Pro's depth places read the same recall ranked deeper (reference §3.10 (8)).
     let deeper = match req.mode {
         Some(ReconstructMode::Pro) if window.effective > 0 => {
-            Some(crate::recall::recall_pass(
+            Some(crate::recall::answer(
                 store,
                 config,
                 &RecallQuery {

@@ -10,9 +10,9 @@
 
 use serde::Serialize;
 
-use crate::reconstruct::stages::config::ReconstructConfig;
 use crate::reconstruct::stages::ReconstructResponse;
 use crate::reconstruct::stages::compact::{Compacted, compact};
+use crate::reconstruct::stages::config::ReconstructConfig;
 use crate::reconstruct::stages::places::ProPlaces;
 use crate::reconstruct::tokens::cl100k_tokens;
 

@@ -11,9 +11,9 @@ use rusqlite::types::Value;
 use rusqlite::{Connection, OptionalExtension};
 
 use crate::error::Result;
-use crate::refs::{Ref, RefKind};
 use crate::reconstruct::stages::bundle::{Candidate, DeclaredLink, EntityGraph};
 use crate::reconstruct::stages::places;
+use crate::refs::{Ref, RefKind};
 use crate::scope::Scope;
 
 /// Entity relations and mentions read per call at most: the walk's own bound on a large

@@ -9,13 +9,13 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::refs::ref_serde;
-use crate::refs::Ref;
-use crate::recall::stages::cue::{Period, TimeCue};
+use crate::recall::stages::cue::Period;
+use crate::recall::stages::cue_plan::CuePlan;
 use crate::recall::stages::cue_plan::PoolContext;
 use crate::recall::stages::deliberate::CueRow;
-use crate::recall::stages::cue_plan::CuePlan;
 use crate::recall::stages::prior::{Prior, PriorRow};
+use crate::refs::Ref;
+use crate::refs::ref_serde;
 
 /// What the prior knew about one row.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -48,18 +48,6 @@ pub struct TraceEpisodeSpan {
     pub r#ref: Ref,
     /// Its span.
     pub span: Period,
-}
-
-/// The cue as the caller gave it and what it was resolved against: what the failure
-/// taxonomy re-normalises (another anchor) or replaces (an intended cue) in a replay.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-pub struct TraceCueRequest {
-    /// The cue as parsed.
-    pub given: TimeCue,
-    /// The clock it was resolved against, UTC ms.
-    pub now_ms: i64,
-    /// The scope's dated span (oldest, newest), UTC ms; `None` when it held none.
-    pub span: Option<(i64, i64)>,
 }
 
 /// The cue plan as saved.

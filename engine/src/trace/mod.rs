@@ -19,26 +19,19 @@
 
 use std::fmt::Write as _;
 
-use rusqlite::Connection;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use crate::error::{Error, Result};
 use crate::recall::stages::candidate::ArmHit;
-use crate::recall::stages::confidence::{
-    Confidence, ConfidenceInput, ConfidenceParams, confidence,
-};
-use crate::recall::stages::config::RecallConfig;
-use crate::recall::stages::contents::StoredContent;
+use crate::recall::stages::confidence::{Confidence, ConfidenceInput, confidence};
 use crate::recall::stages::fusion::FusionMode;
 use crate::recall::stages::gate::GateInput;
 use crate::recall::stages::pipeline::RecallStages;
 use crate::recall::stages::shape::Hydrated;
 use crate::recall::{Arm, ArmList};
-use crate::refs::{Ref, RefKind};
-use crate::recall::{RecallQuery, RecallResult, SCORING_VERSION};
-use crate::scope::Scope;
-use crate::store::Store;
+use crate::recall::{RecallResult, SCORING_VERSION};
+use crate::refs::Ref;
 
 /// The version of this trace's shape; a replay refuses any other.
 pub const TRACE_VERSION: u32 = 1;
@@ -49,41 +42,14 @@ pub const TRACE_FORMAT: &str = "cpersona-rs.recall-trace";
 /// fetch are recorded, not re-run.
 pub const PROCESS_POLICY: &str = "cued-pass-v1";
 
-/// What [`crate::Engine::recall`] captures beside its result when a trace is asked: the
-/// inputs the pure pass saw that the result does not carry.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Capture {
-    /// The query as asked.
-    pub query: RecallQuery,
-    /// The stage settings used.
-    pub config: RecallConfig,
-    /// The gate's input.
-    pub gate_input: GateInput,
-    /// The embedder's model id and dimension, and whether it matched the store.
-    pub embedder: TraceEmbedder,
-    /// Every fused candidate's row as read in the caller's scope (`None`: vanished).
-    pub pool: Vec<(Ref, Option<Hydrated>)>,
-    /// Every fused candidate's confidence input without its cosine, and the constants
-    /// (`None` when confidence is not reported), so a replay reports confidence for the rows
-    /// it admits, from its own candidates' cosines.
-    pub confidence: Option<(
-        ConfidenceParams,
-        std::collections::HashMap<Ref, ConfidenceInput>,
-    )>,
-    /// Milliseconds spent reading the rows the pass itself did not hydrate.
-    pub capture_ms: f64,
-    /// The time cue's plan the pass applied, when it had one.
-    pub cue: Option<crate::recall::stages::cue_plan::CuePlan>,
-    /// The time cue as given and what it was resolved against, when the recall had one.
-    pub cue_request: Option<TraceCueRequest>,
-}
-
 mod cue;
 pub mod replay;
 mod schema;
 pub mod taxonomy;
 pub use cue::*;
 pub use schema::*;
+
+pub use crate::recall::types::{Capture, TraceCueRequest, TraceEmbedder};
 
 /// The wire name of a serde enum value (`"vector_near"`, `"rrf"`, ...).
 pub(crate) fn name_of<T: Serialize>(value: &T) -> String {
@@ -125,82 +91,6 @@ pub(crate) fn sha16(bytes: &[u8]) -> String {
         let _ = write!(out, "{byte:02x}");
     }
     out
-}
-
-/// The row the pass shows for one stored row (episodes are prefixed `[Episode] `).
-pub(crate) fn hydrated(r: Ref, stored: StoredContent) -> Hydrated {
-    Hydrated {
-        content: match r.kind {
-            RefKind::Mem => stored.text,
-            RefKind::Ep => format!("[Episode] {}", stored.text),
-        },
-        source: stored.source,
-        timestamp: stored.timestamp,
-        msg_id: stored.msg_id,
-    }
-}
-
-/// Completes a capture inside the recall's read: the rows the pass hydrated (`seen`, as it
-/// saw them) plus every other fused candidate, read in `scope` now.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn capture(
-    store: &Store,
-    conn: &Connection,
-    scope: &Scope,
-    query: &RecallQuery,
-    config: &RecallConfig,
-    gate_input: GateInput,
-    stages: &RecallStages,
-    seen: Vec<(Ref, Option<Hydrated>)>,
-    confidence_context: Option<&crate::recall::facts::ConfidenceContext>,
-    cue: Option<crate::recall::stages::cue_plan::CuePlan>,
-) -> Result<Capture> {
-    let started = std::time::Instant::now();
-    let known: std::collections::HashMap<Ref, Option<Hydrated>> = seen.into_iter().collect();
-    let mut pool = Vec::with_capacity(stages.fusion.len());
-    for candidate in &stages.fusion {
-        let r = candidate.r#ref;
-        let row = match known.get(&r) {
-            Some(row) => row.clone(),
-            None => crate::recall::read_scoped(conn, scope, r)?.map(|s| hydrated(r, s)),
-        };
-        pool.push((r, row));
-    }
-    // The cue's seated rows are not fused candidates; a replay shapes them from the pool.
-    for r in stages.cue.iter().flat_map(|c| &c.seated) {
-        if let Some(row) = known.get(r) {
-            pool.push((*r, row.clone()));
-        }
-    }
-    let confidence = match confidence_context {
-        Some(context) => {
-            let mut inputs = std::collections::HashMap::new();
-            for candidate in &stages.fusion {
-                if let Some(input) = context.input_of(conn, candidate.r#ref)? {
-                    inputs.insert(candidate.r#ref, input);
-                }
-            }
-            Some((context.params(), inputs))
-        }
-        None => None,
-    };
-    let target = store.vector_target();
-    Ok(Capture {
-        query: query.clone(),
-        config: *config,
-        gate_input,
-        embedder: TraceEmbedder {
-            model_id: target.model_id,
-            dim: target.dim,
-            matches_store: target.embedder_matches,
-            vector_arm_ran: stages.arms.iter().any(|l| l.arm.is_vector()),
-        },
-        pool,
-        confidence,
-        capture_ms: started.elapsed().as_secs_f64() * 1000.0,
-        cue,
-        cue_request: None,
-    })
 }
 
 /// The trace form of arm lists.

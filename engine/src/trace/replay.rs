@@ -20,8 +20,8 @@ use serde::Serialize;
 
 use crate::error::{Error, Result};
 use crate::recall::stages::cue::{CueConfidence, Period};
-use crate::recall::stages::pipeline::CueResponse;
 use crate::recall::stages::cue_plan::CuePlan;
+use crate::recall::stages::pipeline::CueResponse;
 use crate::recall::stages::pipeline::RecallStages;
 use crate::recall::{Arm, RecallRequest, RecallResponse, run_cued};
 use crate::refs::Ref;

@@ -8,15 +8,16 @@ use serde::{Deserialize, Serialize};
 
 use super::{arm_name, fusion_named, name_of, sha16};
 use crate::error::{Error, Result};
-use crate::refs::ref_serde;
+use crate::recall::Arm;
 use crate::recall::stages::confidence::{ConfidenceInput, ConfidenceParams};
 use crate::recall::stages::config::RecallConfig;
 use crate::recall::stages::fusion::ArmWeights;
 use crate::recall::stages::gate::GateConfig;
 use crate::recall::stages::select::RecallDepth;
 use crate::recall::stages::shape::ShapeConfig;
-use crate::recall::Arm;
+use crate::recall::types::TraceEmbedder;
 use crate::refs::Ref;
+use crate::refs::ref_serde;
 
 /// The policy versions a trace was produced under.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -121,19 +122,6 @@ pub struct TraceShape {
     pub excerpt_chars: usize,
     /// `full_content` budget.
     pub full_content_budget_chars: usize,
-}
-
-/// The embedder's identity (never a vector).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TraceEmbedder {
-    /// The store's vector model id.
-    pub model_id: String,
-    /// The store's vector dimension.
-    pub dim: usize,
-    /// True when the configured embedder matches the store's vectors.
-    pub matches_store: bool,
-    /// True when the vector arm ran for this recall.
-    pub vector_arm_ran: bool,
 }
 
 /// How one table's vector search ran.

@@ -2,8 +2,8 @@
 //! direction) gets the context move, an unrelated row does not, and with no relations
 //! declared the response is byte for byte what it was with the associations off.
 
-use cpersona_engine::recall::Ref;
 use cpersona_engine::recall::stages::cue_spread::ContextBy;
+use cpersona_engine::refs::Ref;
 use cpersona_engine::replay::{ReplayChanges, replay};
 use cpersona_engine::time::{format_ms, parse_iso8601_ms};
 use cpersona_engine::trace::RecallTrace;

@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 
 use cpersona_engine::blocks::{BlockOrder, best_blocks};
 use cpersona_engine::embed::{EmbedError, Embedder, EmbedderIdentity, TokenInfo};
-use cpersona_engine::recall::Ref;
+use cpersona_engine::refs::Ref;
 use cpersona_engine::{
     Engine, EngineConfig, ImportRequest, IndexTable, MemoryIdRequest, StoreId, StoreRequest,
     UpdateMemoryRequest, split_block_row_id,

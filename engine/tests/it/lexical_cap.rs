@@ -4,7 +4,8 @@
 //! as an error and degrade to the keyword pass.
 
 use cpersona_engine::CapPolicy;
-use cpersona_engine::recall::{ArmList, RefKind};
+use cpersona_engine::recall::ArmList;
+use cpersona_engine::refs::RefKind;
 use cpersona_engine::{Engine, EngineConfig, RecallQuery};
 
 use crate::common::{Fixture, fixture, store};

@@ -2,7 +2,7 @@
 //! get its code, and loses it when the replay the rule rests on is taken away (no store
 //! re-fetch, no intended cue). Also the claim that `cue=off` can never return a missed row.
 
-use cpersona_engine::recall::Ref;
+use cpersona_engine::refs::Ref;
 use cpersona_engine::replay::{ReplayChanges, replay, trace_refs_best_first};
 use cpersona_engine::taxonomy::{
     FailureCode, LoopInputs, RowFacts, attribute, attribute_with, loop_codes::EnvelopeFetch,

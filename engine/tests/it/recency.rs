@@ -2,8 +2,8 @@
 //! `CPERSONA_PRIOR_AGE_RATE`): off, the response carries no `recency` block; on, the counted
 //! answer keeps its rows, the freshest row moves up at most the bound, and the block says so.
 
-use cpersona_engine::recall::Ref;
 use cpersona_engine::recall::stages::recency::RecencyConfig;
+use cpersona_engine::refs::Ref;
 use cpersona_engine::replay::{ReplayChanges, replay};
 use cpersona_engine::trace::RecallTrace;
 use cpersona_engine::{Engine, EngineConfig, RecallQuery, RecallResult, StoreRequest};

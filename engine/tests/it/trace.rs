@@ -3,7 +3,7 @@
 //! what a fresh recall under that setting returns, and each code the taxonomy can assign
 //! from a single-pass trace is constructed once.
 
-use cpersona_engine::recall::Ref;
+use cpersona_engine::refs::Ref;
 use cpersona_engine::replay::{ReplayChanges, replay};
 use cpersona_engine::taxonomy::{FailureCode, attribute};
 use cpersona_engine::trace::{ExclusionReason, RecallTrace};

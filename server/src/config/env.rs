@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::str::FromStr;
 
-use super::{ConfigError, Result};
+use super::error::{ConfigError, Result};
 
 /// The raw environment: variable name → value. Built from the process environment in
 /// `main`, or from a map in tests, so parsing never touches the real environment.

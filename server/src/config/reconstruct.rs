@@ -2,7 +2,35 @@
 //! other (a default or forced count above the maximum is a start-up error), and turned into
 //! the engine's `ReconstructConfig`.
 
-use super::{ConfigError, Env, ReconstructSequence, ReconstructSettings, Result};
+use super::env::Env;
+use super::error::{ConfigError, Result};
+
+/// How reconstruct orders quoted passages (`CPERSONA_RECONSTRUCT_SEQUENCE`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReconstructSequence {
+    Items,
+    Evidence,
+    Whole,
+}
+
+/// Reconstruct settings (cpersona-2.6.14 §4.1, §4.2 and §7 "Reconstruct").
+#[derive(Clone, Debug)]
+pub struct ReconstructSettings {
+    pub max_count: u64,
+    pub default_count: u64,
+    pub forced_count: Option<u64>,
+    pub top_k: u64,
+    pub max_hops: u64,
+    pub max_evidence: u64,
+    pub adjacency_seconds: u64,
+    pub quote_chars: u64,
+    pub full_quotes: u64,
+    pub tail_quote_chars: u64,
+    pub sequence: ReconstructSequence,
+    pub default_budget: u64,
+    pub max_budget: u64,
+    pub forced_budget: Option<u64>,
+}
 
 impl ReconstructSettings {
     /// The engine's settings; excerpts take the preview size (500 when the tier is off).

@@ -291,10 +291,9 @@ fn engine_layer(module: &ModPath) -> (u8, &'static str) {
     let second = module.get(1).map(String::as_str);
     match (first, second) {
         (None, _) => (5, "lib.rs"),
-        (
-            Some("error" | "refs" | "text" | "time" | "source" | "vector" | "scope" | "embed"),
-            _,
-        ) => (0, "base"),
+        (Some("error" | "refs" | "text" | "time" | "source" | "vector" | "scope" | "embed"), _) => {
+            (0, "base")
+        }
         (Some("recall" | "reconstruct"), Some("stages")) => (1, "pure stages"),
         (Some("derived"), Some("nodes" | "blocks")) => (1, "pure stages"),
         (Some("config"), _) => (2, "config"),
@@ -363,7 +362,10 @@ fn pure_stages_read_neither_sqlite_nor_the_store() {
             offenders.push(rel);
         }
     }
-    assert!(offenders.is_empty(), "stages that touch SQLite or the store: {offenders:?}");
+    assert!(
+        offenders.is_empty(),
+        "stages that touch SQLite or the store: {offenders:?}"
+    );
 }
 
 #[test]
@@ -385,7 +387,9 @@ fn a_split_file_lands_inside_its_feature_folder() {
             if let Some((feature, _)) = stem.split_once('_')
                 && names.contains(feature)
             {
-                scattered.push(format!("{member}/src/{file} beside {member}/src/{feature}/"));
+                scattered.push(format!(
+                    "{member}/src/{file} beside {member}/src/{feature}/"
+                ));
             }
         }
     }

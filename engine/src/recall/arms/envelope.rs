@@ -10,24 +10,13 @@ use rusqlite::Connection;
 use rusqlite::types::Value;
 
 use crate::error::Result;
-use crate::refs::Ref;
 use crate::recall::stages::cue::Period;
+use crate::recall::stages::cue_plan::{Fetched, PoolContext};
 use crate::recall::stages::cue_spread::RELATION_CAP;
-use crate::recall::stages::cue_plan::PoolContext;
 use crate::recall::stages::deliberate::CueRow;
+use crate::refs::Ref;
 use crate::scope::Scope;
 use crate::vector::{decode, format_from_tag};
-
-/// What the fetch held.
-#[derive(Clone, Debug)]
-pub(crate) struct EnvelopeRows {
-    /// Rows in the period, newest first.
-    pub(crate) rows: Vec<CueRow>,
-    /// True when the cap cut older rows of the period.
-    pub(crate) cut: bool,
-    /// The rows' `source.id` and the episodes meeting the period, for cue propagation.
-    pub(crate) context: PoolContext,
-}
 
 /// The query vector and the store's vector identity it must match.
 pub(crate) struct QueryVector<'a> {
@@ -58,7 +47,7 @@ pub(crate) fn fetch(
     query: Option<&QueryVector<'_>>,
     cap: usize,
     relations: bool,
-) -> Result<EnvelopeRows> {
+) -> Result<Fetched> {
     let (pred, mut params) = scope.predicate("");
     params.push(Value::Integer(period.start_ms));
     params.push(Value::Integer(period.end_ms));
@@ -136,7 +125,7 @@ pub(crate) fn fetch(
     if relations {
         related(conn, scope, period, &mut context)?;
     }
-    Ok(EnvelopeRows { rows, cut, context })
+    Ok(Fetched { rows, cut, context })
 }
 
 /// The declared record relations (mem/ep subject → object) in `scope` with an end among the

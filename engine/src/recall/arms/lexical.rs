@@ -30,9 +30,9 @@ use rusqlite::types::Value;
 use serde::Serialize;
 
 use crate::error::Result;
+use crate::recall::stages::candidate::{Arm, ArmHit, ArmList};
 use crate::recall::stages::fts_query::{FtsMatch, build_match, join_phrases};
 use crate::recall::stages::keyword::{self, KeywordRow};
-use crate::recall::{Arm, ArmHit, ArmList};
 use crate::refs::Ref;
 use crate::scope::Scope;
 

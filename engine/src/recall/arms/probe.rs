@@ -5,9 +5,9 @@
 
 use crate::config::EngineConfig;
 use crate::error::Result;
-use crate::recall::ArmList;
 use crate::recall::arms::lexical::{self, CapActed};
 use crate::recall::arms::vector;
+use crate::recall::stages::candidate::ArmList;
 use crate::scope::Scope;
 use crate::store::Store;
 

@@ -22,7 +22,7 @@ use rusqlite::types::Value;
 use serde::Serialize;
 
 use crate::error::Result;
-use crate::recall::{Arm, ArmList};
+use crate::recall::stages::candidate::{Arm, ArmList};
 use crate::refs::Ref;
 use crate::scope::{AgentAxis, ChannelAxis, ProjectAxis, Scope};
 use crate::store::Store;

@@ -4,9 +4,9 @@
 //! places. Pure: the store reads the registry and hydrates the rows. It never displaces or
 //! reorders a row the pipeline chose, and with no declared term it does nothing at all.
 
-use crate::refs::Ref;
 use super::excerpt::excerpt;
 use super::shape::{Hydrated, MatchReason, RecallMessage, ShapeConfig, Signal};
+use crate::refs::Ref;
 
 /// Held places the cue takes at most.
 pub const SEATS: usize = 3;

@@ -5,12 +5,12 @@ use serde::Serialize;
 
 use super::confidence::ConfidenceParams;
 use super::deliberate::CueConfig;
-use crate::error::RecallError;
 use super::fusion::{ArmWeights, FusionMode};
 use super::gate::GateConfig;
 use super::recency::RecencyConfig;
 use super::select::RecallDepth;
 use super::shape::ShapeConfig;
+use crate::error::RecallError;
 
 /// Settings of the recall stages.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]

@@ -14,8 +14,8 @@ use serde::Serialize;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use crate::refs::{Ref, RefKind};
 use crate::error::RecallError;
+use crate::refs::{Ref, RefKind};
 
 /// The most refs one call serves.
 pub const MAX_REFS: usize = 20;

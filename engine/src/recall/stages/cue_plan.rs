@@ -4,9 +4,9 @@
 
 use std::collections::HashMap;
 
-use super::cue::Period;
-use super::deliberate::CueRow;
-use super::prior::{Prior, PriorRow};
+use super::cue::{CueConfidence, Period};
+use super::deliberate::{self, CueConfig, CueRow, LoopOutcome, Sufficiency};
+use super::prior::{CuePrior, Prior, PriorRow};
 use crate::refs::Ref;
 
 /// The cue's part of a pass, decided by the loop (`deliberate::run`).
@@ -45,4 +45,55 @@ pub struct PoolContext {
     pub relations: Vec<(Ref, Ref)>,
     /// True when [`super::cue_spread::RELATION_CAP`] cut the relations read.
     pub relations_cut: bool,
+}
+
+/// One envelope fetch as the loop reads it: the rows in the fetch envelope (cut to the row
+/// cap), whether the cap cut them, and what propagation may follow.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Fetched {
+    /// The rows.
+    pub rows: Vec<CueRow>,
+    /// True when the row cap cut the fetch.
+    pub cut: bool,
+    /// Sources, episode spans and declared relations of the fetched rows.
+    pub context: PoolContext,
+}
+
+/// Runs the Deliberative loop over one envelope fetch for `period` at `confidence` and
+/// makes the plan the pipeline applies: the one place a plan is built, for a recall and for
+/// the failure taxonomy's replays alike.
+pub fn plan(
+    config: &CueConfig,
+    period: Period,
+    confidence: CueConfidence,
+    fetched: Fetched,
+    sufficiency: &Sufficiency,
+    elapsed_ms: impl Fn() -> f64,
+) -> (CuePlan, LoopOutcome) {
+    let outcome = deliberate::run(
+        config,
+        period,
+        confidence,
+        &fetched.rows,
+        fetched.cut,
+        sufficiency,
+        elapsed_ms,
+    );
+    let plan = CuePlan {
+        prior: Prior::cued(CuePrior {
+            envelope: outcome.envelope,
+            max_up: outcome.confidence.lift(),
+            depth: config.depth,
+            context_up: 0,
+        }),
+        rows: outcome.prior_rows(&fetched.rows),
+        found: outcome.found.clone(),
+        seats: outcome.confidence.seats(),
+        context: fetched.context,
+        fetched: fetched.rows,
+        fetch_envelope: Some(deliberate::fetch_envelope(period, confidence)),
+        fetch_cut: fetched.cut,
+        propagate: true,
+    };
+    (plan, outcome)
 }

@@ -17,14 +17,13 @@
 //! row. It only returns a revised [`CuePlan`] whose prior re-orders the same answer and whose
 //! seat candidates are the same rows, the narrowed period's first.
 
-
 use serde::{Deserialize, Serialize};
 
-use crate::refs::Ref;
 use super::cue::{DAY_MS, Period, PeriodText};
+use super::cue_plan::{CuePlan, PoolContext};
 use super::deliberate::SEPARATION;
 use super::gate::GateReport;
-use super::cue_plan::{CuePlan, PoolContext};
+use crate::refs::Ref;
 
 /// The narrowed period is never shorter than one day.
 pub const NARROW_FLOOR_MS: i64 = DAY_MS;

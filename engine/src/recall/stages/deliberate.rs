@@ -15,8 +15,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::refs::Ref;
 use super::cue::{CueConfidence, POLICY, Period, PeriodText};
+use crate::refs::Ref;
 
 /// Fetches of the store per recall, at most: the arms, and the envelope fetch.
 pub const MAX_FETCHES: usize = 2;

@@ -128,27 +128,57 @@ impl RowFilters {
         arms: &mut [ArmList],
         mut facts: impl FnMut(Ref) -> Option<RowFacts>,
     ) -> FilterReport {
+        let known: HashMap<Ref, Option<RowFacts>> = self
+            .rows_to_read(arms)
+            .into_iter()
+            .map(|r| (r, facts(r)))
+            .collect();
+        self.apply_known(arms, &known)
+    }
+
+    /// The rows whose facts [`RowFilters::apply_known`] needs: every hit the similarity floor
+    /// keeps, once each, when a content or source filter is set (else none).
+    pub fn rows_to_read(&self, arms: &[ArmList]) -> Vec<Ref> {
+        if self.exclude.is_empty() && self.source_id.is_empty() {
+            return Vec::new();
+        }
+        let mut seen = std::collections::HashSet::new();
+        arms.iter()
+            .flat_map(|list| {
+                let vector = list.arm.is_vector();
+                list.hits
+                    .iter()
+                    .filter(move |hit| !(vector && self.below_floor(hit.raw)))
+                    .map(|hit| hit.r#ref)
+            })
+            .filter(|r| seen.insert(*r))
+            .collect()
+    }
+
+    /// Removes the filtered hits from `arms`, with the facts of [`RowFilters::rows_to_read`]
+    /// read by the caller (`None`: the row could not be read; hydration reports it vanished).
+    pub fn apply_known(
+        &self,
+        arms: &mut [ArmList],
+        known: &HashMap<Ref, Option<RowFacts>>,
+    ) -> FilterReport {
         let mut report = FilterReport::default();
         if self.is_empty() {
             return report;
         }
         let needs_facts = !self.exclude.is_empty() || !self.source_id.is_empty();
-        let mut known: HashMap<Ref, Option<RowFacts>> = HashMap::new();
         for list in arms.iter_mut() {
             let vector = list.arm.is_vector();
             list.hits.retain(|hit| {
-                if vector
-                    && let (Some(floor), Some(cosine)) = (self.min_similarity, hit.raw)
-                    && cosine < floor
-                {
+                if vector && self.below_floor(hit.raw) {
                     report.below_similarity += 1;
                     return false;
                 }
                 if !needs_facts {
                     return true;
                 }
-                let row = known.entry(hit.r#ref).or_insert_with(|| facts(hit.r#ref));
-                if !self.source_ok(hit.r#ref, row.as_ref()) {
+                let row = known.get(&hit.r#ref).and_then(Option::as_ref);
+                if !self.source_ok(hit.r#ref, row) {
                     report.source_mismatch += 1;
                     return false;
                 }
@@ -162,6 +192,11 @@ impl RowFilters {
             });
         }
         report
+    }
+
+    /// True when a vector hit's cosine falls below the caller's `min_similarity`.
+    fn below_floor(&self, cosine: Option<f64>) -> bool {
+        matches!((self.min_similarity, cosine), (Some(floor), Some(c)) if c < floor)
     }
 }
 

@@ -8,8 +8,8 @@
 //! ([`super::fts_query::fts_terms`]), the patterns bounded to 50,000 bytes in all.
 
 use super::candidate::{Arm, ArmList};
-use crate::refs::Ref;
 use super::fts_query::fts_terms;
+use crate::refs::Ref;
 
 /// The most bytes all LIKE patterns of one query may hold together (CPersona 2.6's bound).
 /// Patterns past it are left out and counted in [`KeywordPlan::dropped_patterns`].

@@ -43,10 +43,10 @@ pub mod recency;
 pub mod select;
 pub mod shape;
 
+pub use crate::error::RecallError;
 pub use candidate::{Arm, ArmHit, ArmList, FusedCandidate, Ref, RefKind, Vote};
 pub use config::RecallConfig;
 pub use cue::{CueConfidence, Period, TimeCue};
-pub use crate::error::RecallError;
 pub use pipeline::{RecallOutcome, RecallRequest, RecallResponse, run, run_cued};
 
 #[cfg(test)]

@@ -2,11 +2,9 @@
 //! → count cut with hydration → shape. The store and index stay behind two closures, so the
 //! whole pass is testable on fixed lists.
 
-
 use serde::{Deserialize, Serialize};
 
 use super::candidate::{ArmList, FusedCandidate};
-use crate::refs::Ref;
 use super::confidence::Confidence;
 use super::config::RecallConfig;
 use super::cue::{CueConfidence, PeriodText};
@@ -19,6 +17,7 @@ use super::prior::{self, PriorRow};
 use super::recency::{self, RecencyApplied};
 use super::select::CountCut;
 use super::shape::{Hydrated, RecallMessage, ShapeInput, shape};
+use crate::refs::Ref;
 
 /// What the caller asked.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -157,12 +156,38 @@ pub fn run(
 pub fn run_cued(
     config: &RecallConfig,
     request: &RecallRequest<'_>,
-    mut arms: Vec<ArmList>,
+    arms: Vec<ArmList>,
     gate_input: &GateInput,
     cue: Option<&CuePlan>,
     mut hydrate: impl FnMut(Ref) -> Option<Hydrated>,
     mut confidence: impl FnMut(&FusedCandidate) -> Option<Confidence>,
 ) -> RecallOutcome {
+    let outcome = try_run_cued(
+        config,
+        request,
+        arms,
+        gate_input,
+        cue,
+        |r| Ok::<_, std::convert::Infallible>(hydrate(r)),
+        |c| Ok(confidence(c)),
+    );
+    match outcome {
+        Ok(outcome) => outcome,
+        Err(never) => match never {},
+    }
+}
+
+/// [`run_cued`] over a store that can fail: the first error of `hydrate` or `confidence`
+/// ends the pass and is returned.
+pub fn try_run_cued<E>(
+    config: &RecallConfig,
+    request: &RecallRequest<'_>,
+    mut arms: Vec<ArmList>,
+    gate_input: &GateInput,
+    cue: Option<&CuePlan>,
+    mut hydrate: impl FnMut(Ref) -> Result<Option<Hydrated>, E>,
+    mut confidence: impl FnMut(&FusedCandidate) -> Result<Option<Confidence>, E>,
+) -> Result<RecallOutcome, E> {
     let depth = config.depth.per_arm();
     let mut cut_by_depth = 0;
     arms.sort_by_key(|list| list.arm.order());
@@ -184,9 +209,9 @@ pub fn run_cued(
             cut_by_count.push(candidate.r#ref);
             continue;
         }
-        match hydrate(candidate.r#ref) {
+        match hydrate(candidate.r#ref)? {
             Some(row) => {
-                let confidence = confidence(&candidate);
+                let confidence = confidence(&candidate)?;
                 kept.push(ShapeInput {
                     candidate,
                     decision: *decision,
@@ -200,8 +225,9 @@ pub fn run_cued(
     // Recency re-orders the counted answer (a bounded move, never a membership change); the
     // cue then lifts from that order.
     let recency = recency::apply(&config.recency, &mut kept);
-    let applied =
-        cue.map(|plan| apply_cue(plan, &gate_report, &mut kept, &mut hydrate, &mut vanished));
+    let applied = cue
+        .map(|plan| apply_cue(plan, &gate_report, &mut kept, &mut hydrate, &mut vanished))
+        .transpose()?;
     let (mut messages, budget) = shape(
         &config.shape,
         config.fusion,
@@ -239,17 +265,17 @@ pub fn run_cued(
         cue: applied,
         deliberation: None,
     };
-    RecallOutcome { response, stages }
+    Ok(RecallOutcome { response, stages })
 }
 
 /// Re-orders `kept` (best first) by the plan's prior and appends the held places.
-fn apply_cue(
+fn apply_cue<E>(
     plan: &CuePlan,
     gate_report: &GateReport,
     kept: &mut Vec<ShapeInput>,
-    hydrate: &mut impl FnMut(Ref) -> Option<Hydrated>,
+    hydrate: &mut impl FnMut(Ref) -> Result<Option<Hydrated>, E>,
     vanished: &mut Vec<Ref>,
-) -> CueApplied {
+) -> Result<CueApplied, E> {
     let order_before: Vec<Ref> = kept.iter().map(|k| k.candidate.r#ref).collect();
     // Cue propagation: a strong hit of the answer narrows the period and names context rows
     // for this re-weighting pass (`cue_spread`); same rows, same seats' pool.
@@ -293,7 +319,7 @@ fn apply_cue(
         if order_before.contains(&row.r#ref) || refused.contains(&row.r#ref) {
             continue;
         }
-        match hydrate(row.r#ref) {
+        match hydrate(row.r#ref)? {
             Some(hydrated) => {
                 seated.push(row.r#ref);
                 kept.push(ShapeInput {
@@ -317,12 +343,12 @@ fn apply_cue(
             None => vanished.push(row.r#ref),
         }
     }
-    CueApplied {
+    Ok(CueApplied {
         moved,
         seated,
         order_before,
         propagated,
-    }
+    })
 }
 
 /// A row's `source.id` as text (numbers too), as the caller's `source_id` filter reads it.

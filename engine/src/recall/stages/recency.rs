@@ -8,9 +8,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::refs::Ref;
 use super::prior::{self, Prior, PriorRow};
 use super::shape::ShapeInput;
+use crate::refs::Ref;
 
 const MS_PER_HOUR: f64 = 3_600_000.0;
 

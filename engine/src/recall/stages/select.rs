@@ -6,8 +6,8 @@
 use serde::Serialize;
 
 use super::candidate::FusedCandidate;
-use crate::refs::Ref;
 use crate::error::RecallError;
+use crate::refs::Ref;
 
 /// The server-side Recall Depth: the per-arm candidate depth the fusion sees.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]

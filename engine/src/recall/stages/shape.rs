@@ -5,11 +5,11 @@
 use serde::Serialize;
 
 use super::candidate::{Arm, FusedCandidate};
-use crate::refs::Ref;
 use super::confidence::Confidence;
 use super::excerpt::{ExcerptBasis, excerpt};
 use super::fusion::FusionMode;
 use super::gate::GateDecision;
+use crate::refs::Ref;
 
 /// What the store returns for one row (hydration); the stages never read SQLite.
 #[derive(Clone, Debug, Default, PartialEq)]

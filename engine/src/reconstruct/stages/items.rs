@@ -16,7 +16,6 @@ use super::bundle::{Candidate, Cluster, DeclaredLink, Walked, Why};
 pub use super::quote::{ELLIPSIS, Quote, QuoteBasis, excerpt_quote, head_quote};
 use crate::refs::{Ref, RefKind};
 
-
 /// The role words a declared predicate may carry (design §7's fixed vocabulary).
 pub const ROLE_WORDS: [&str; 6] = [
     "supports",

@@ -13,9 +13,9 @@ use super::budget::{self, Slot};
 use super::bundle::{self, Candidate, DeclaredLink, EntityGraph, Why};
 use super::items::{excerpt_quote, head_quote};
 use super::window::{CountSource, candidate_limit_with, resolve_with};
+use crate::reconstruct::stages::ReconstructResponse;
 use crate::reconstruct::stages::config::ReconstructConfig;
 use crate::refs::Ref;
-use crate::reconstruct::stages::ReconstructResponse;
 
 const WORDS: &[&str] = &[
     "apple", "river", "stone", "cloud", "engine", "garden", "winter", "copper", "signal",

@@ -8,10 +8,10 @@ use std::sync::Arc;
 use serde_json::json;
 
 use crate::derived::blocks::{BlockChoice, BlockOrder};
-use crate::refs::Ref;
 use crate::recall::stages::excerpt::ExcerptBasis;
 use crate::reconstruct::stages::items::{QuoteBasis, excerpt_quote, head_quote};
 use crate::reconstruct::stages::{Item, Mutation};
+use crate::refs::Ref;
 
 /// The clause the query is about, in the middle of the record.
 const CLAUSE: &str = "The violin lesson moved to Tuesday.";

@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use serde_json::json;
 
-use crate::refs::Ref;
 use crate::reconstruct::tokens::cl100k_tokens;
+use crate::refs::Ref;
 use crate::{ReconstructMode, ReconstructRequest, ReconstructResult};
 
 /// Three-character words of scattered CJK ideographs, which cost cl100k more than one token

@@ -7,9 +7,9 @@ use std::sync::Arc;
 
 use serde_json::json;
 
-use crate::refs::Ref;
 use crate::recall::stages::cue::TimeCue;
 use crate::reconstruct::stages::items::QuoteBasis;
+use crate::refs::Ref;
 use crate::{ReconstructMode, ReconstructRequest, ReconstructResult};
 
 fn engine() -> (tempfile::TempDir, crate::Engine) {

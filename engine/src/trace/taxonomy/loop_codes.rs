@@ -43,35 +43,22 @@
 //! the recall's scope, so these replays hydrate such a row as a placeholder (empty text):
 //! whether the expected ref comes back is exact; the replayed rows' text is not the point.
 
-use serde::Serialize;
-
 use super::{Attribution, Counterfactual, FailureCode, RowFacts, try_change};
 use crate::config::EngineConfig;
 use crate::error::Result;
-use crate::refs::Ref;
 use crate::recall::arms::envelope::{self, QueryVector};
 use crate::recall::stages::cue::{CueConfidence, CueWhen, Period, Resolution, TimeCue};
-use crate::recall::stages::cue_plan::PoolContext;
+use crate::recall::stages::cue_plan::{self, CuePlan, Fetched};
 use crate::recall::stages::deliberate::{self, CueConfig, CueRow, Sufficiency};
-use crate::recall::stages::cue_plan::CuePlan;
-use crate::recall::stages::prior::{CuePrior, Prior};
+use crate::refs::Ref;
 use crate::scope::Scope;
 use crate::store::Store;
 use crate::time::format_ms;
 use crate::trace::replay::{ReplayChanges, replay};
 use crate::trace::{PoolContent, PoolRow, RecallTrace, TraceCueRequest};
 
-/// One envelope fetch re-run against the store.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
-pub struct EnvelopeFetch {
-    /// The period's rows, newest first, each with its cosine to the query.
-    pub rows: Vec<CueRow>,
-    /// True when the row cap cut the fetch.
-    pub cut: bool,
-    /// The rows' sources and the episodes meeting the period (for cue propagation).
-    #[serde(skip)]
-    pub context: PoolContext,
-}
+/// One envelope fetch re-run against the store (the loop's own fetch type).
+pub type EnvelopeFetch = Fetched;
 
 /// What the loop's codes may use beside the trace and the row facts.
 #[derive(Clone, Copy, Default)]
@@ -368,32 +355,7 @@ fn plan_for(
     let sufficiency = Sufficiency {
         gate_threshold: trace.config.gate.enabled.then_some(trace.gate.threshold),
     };
-    let outcome = deliberate::run(
-        &config,
-        period,
-        confidence,
-        &fetch.rows,
-        fetch.cut,
-        &sufficiency,
-        || 0.0,
-    );
-    let rows = outcome.prior_rows(&fetch.rows);
-    let plan = CuePlan {
-        prior: Prior::cued(CuePrior {
-            envelope: outcome.envelope,
-            max_up: outcome.confidence.lift(),
-            depth: config.depth,
-            context_up: 0,
-        }),
-        rows,
-        found: outcome.found,
-        seats: outcome.confidence.seats(),
-        context: fetch.context,
-        fetched: fetch.rows,
-        fetch_envelope: Some(fetch_envelope),
-        fetch_cut: fetch.cut,
-        propagate: true,
-    };
+    let (plan, _) = cue_plan::plan(&config, period, confidence, fetch, &sufficiency, || 0.0);
     Ok((plan, exact))
 }
 
@@ -460,12 +422,5 @@ pub(crate) fn refetch_envelope(
     });
     let row_cap = config.recall.cue.row_cap;
     let relations = config.associations_enabled;
-    store.read(|conn| {
-        let fetched = envelope::fetch(conn, &scope, period, query.as_ref(), row_cap, relations)?;
-        Ok(EnvelopeFetch {
-            rows: fetched.rows,
-            cut: fetched.cut,
-            context: fetched.context,
-        })
-    })
+    store.read(|conn| envelope::fetch(conn, &scope, period, query.as_ref(), row_cap, relations))
 }

@@ -376,7 +376,7 @@ pub(crate) fn row_facts(
             })?;
         let in_scope = match found {
             None => false,
-            Some(_) => crate::recall::read_scoped(conn, &scope, r)?.is_some(),
+            Some(_) => crate::recall::read::read_scoped(conn, &scope, r)?.is_some(),
         };
         Ok(RowFacts {
             exists: found.is_some(),

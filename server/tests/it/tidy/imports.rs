@@ -106,7 +106,9 @@ fn collect(src: &Path, dir: &Path, out: &mut Vec<(ModPath, String)>) {
             }
             continue;
         }
-        if !file_name.ends_with(".rs") || file_name == "tests.rs" || file_name.ends_with("_tests.rs")
+        if !file_name.ends_with(".rs")
+            || file_name == "tests.rs"
+            || file_name.ends_with("_tests.rs")
         {
             continue;
         }
@@ -115,7 +117,10 @@ fn collect(src: &Path, dir: &Path, out: &mut Vec<(ModPath, String)>) {
             .iter()
             .map(|c| c.to_string_lossy().trim_end_matches(".rs").to_owned())
             .collect();
-        if matches!(module.last().map(String::as_str), Some("mod" | "lib" | "main")) {
+        if matches!(
+            module.last().map(String::as_str),
+            Some("mod" | "lib" | "main")
+        ) {
             module.pop();
         }
         let text = std::fs::read_to_string(&path).unwrap_or_default();

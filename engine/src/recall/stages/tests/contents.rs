@@ -6,10 +6,10 @@ use std::convert::Infallible;
 use serde_json::{Value, json};
 
 use crate::recall::RecallError;
-use crate::refs::Ref;
 use crate::recall::stages::contents::{
     StoredContent, UnresolvedReason, get_contents, parse_requests, revision,
 };
+use crate::refs::Ref;
 
 /// The caller's scope: only these rows exist for it.
 fn store() -> HashMap<Ref, StoredContent> {

@@ -7,18 +7,18 @@ use std::collections::HashMap;
 use serde_json::json;
 
 use crate::recall::stages::candidate::{Arm, ArmList};
-use crate::refs::Ref;
 use crate::recall::stages::config::RecallConfig;
 use crate::recall::stages::cue::{DAY_MS, Period};
-use crate::recall::stages::cue_spread::{ContextBy, NARROW_FLOOR_MS, narrow};
+use crate::recall::stages::cue_plan::CuePlan;
 use crate::recall::stages::cue_plan::PoolContext;
+use crate::recall::stages::cue_spread::{ContextBy, NARROW_FLOOR_MS, narrow};
 use crate::recall::stages::deliberate::CueRow;
 use crate::recall::stages::gate::GateInput;
 use crate::recall::stages::pipeline::RecallOutcome;
-use crate::recall::stages::cue_plan::CuePlan;
 use crate::recall::stages::prior::{self, CuePrior, Prior, PriorRow};
 use crate::recall::stages::shape::Hydrated;
 use crate::recall::{RecallRequest, run_cued};
+use crate::refs::Ref;
 
 fn envelope() -> Period {
     Period {

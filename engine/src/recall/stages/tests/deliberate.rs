@@ -1,12 +1,12 @@
 //! The Deliberative loop: stages re-filter the one fetched pool, revise at most once, and say
 //! which limit acted.
 
-use crate::refs::Ref;
 use crate::recall::stages::cue::{CueConfidence, DAY_MS, Period};
 use crate::recall::stages::deliberate::{
     CueConfig, CueRow, LoopLimit, StageOutcome, StopRule, Sufficiency, SufficiencyRule,
     fetch_envelope, run,
 };
+use crate::refs::Ref;
 
 fn row(id: i64, day: i64, cosine: f64) -> CueRow {
     CueRow {

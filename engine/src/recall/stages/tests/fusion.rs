@@ -3,8 +3,8 @@
 use proptest::prelude::*;
 
 use crate::recall::stages::candidate::{Arm, ArmHit, ArmList};
-use crate::refs::Ref;
 use crate::recall::stages::fusion::{ArmWeights, FusionMode, fuse, fused_order, rrf, rsf};
+use crate::refs::Ref;
 
 fn list(arm: Arm, refs: &[(Ref, Option<f64>)]) -> ArmList {
     ArmList::ranked(arm, refs.iter().copied())

@@ -2,12 +2,12 @@
 //! and the fallback when the gate empties a result the lexical arms had.
 
 use crate::recall::stages::candidate::{Arm, ArmList};
-use crate::refs::Ref;
 use crate::recall::stages::fusion::{ArmWeights, rrf};
 use crate::recall::stages::gate::profile_passes;
 use crate::recall::stages::gate::{
     GateConfig, GateInput, GateReason, ThresholdOrigin, apply, heuristic_min_score,
 };
+use crate::refs::Ref;
 
 fn input(calibrated: Option<f64>, pool: u64, deep: bool) -> GateInput {
     GateInput {

@@ -4,10 +4,10 @@ use proptest::prelude::*;
 use rusqlite::Connection;
 
 use crate::recall::stages::candidate::Arm;
-use crate::refs::Ref;
 use crate::recall::stages::keyword::{
     KeywordRow, MAX_LIKE_PATTERN_BYTES, escape_like, matched_needles, plan, rank,
 };
+use crate::refs::Ref;
 
 #[test]
 fn plan_is_whole_query_then_fts_terms() {

@@ -5,12 +5,12 @@ use std::collections::HashMap;
 use expect_test::{Expect, expect};
 
 use crate::recall::stages::candidate::{Arm, ArmHit, ArmList};
-use crate::refs::Ref;
 use crate::recall::stages::confidence::{ConfidenceInput, confidence};
 use crate::recall::stages::config::RecallConfig;
 use crate::recall::stages::gate::GateInput;
 use crate::recall::stages::shape::Hydrated;
 use crate::recall::{RecallRequest, run};
+use crate::refs::Ref;
 
 fn corpus() -> HashMap<Ref, String> {
     let long = format!(
@@ -408,11 +408,11 @@ mod invariant {
     use proptest::prelude::*;
 
     use super::{arms, corpus};
-    use crate::refs::Ref;
     use crate::recall::stages::config::RecallConfig;
     use crate::recall::stages::gate::GateInput;
     use crate::recall::stages::shape::Hydrated;
     use crate::recall::{RecallRequest, run};
+    use crate::refs::Ref;
 
     fn considered(limit: usize, config: &RecallConfig) -> BTreeSet<Ref> {
         let rows = corpus();

@@ -72,8 +72,8 @@ fn priced_far_vote_weighs_the_reach() {
 #[test]
 fn priced_far_vote_equals_fusion_far_weight() {
     use crate::recall::stages::candidate::{Arm, ArmList};
-use crate::refs::Ref;
     use crate::recall::stages::fusion::{ArmWeights, FusionMode, fuse};
+    use crate::refs::Ref;
     let lists = vec![
         ArmList::ranked(
             Arm::VectorNear,

@@ -4,12 +4,12 @@
 use std::collections::HashMap;
 
 use crate::recall::stages::candidate::{Arm, ArmList};
-use crate::refs::Ref;
 use crate::recall::stages::config::RecallConfig;
 use crate::recall::stages::gate::GateInput;
 use crate::recall::stages::recency::RecencyConfig;
 use crate::recall::stages::shape::Hydrated;
 use crate::recall::{RecallOutcome, RecallRequest, run};
+use crate::refs::Ref;
 
 /// mem1 (old) and mem2 (new) tie on the fused score (each is rank 0 of one vector arm);
 /// mem3 is old and ranked below; mem4, the newest of all, falls past the count.

@@ -6,9 +6,9 @@ use proptest::prelude::*;
 
 use crate::recall::RecallError;
 use crate::recall::stages::candidate::{Arm, ArmList};
-use crate::refs::Ref;
 use crate::recall::stages::fusion::{ArmWeights, FusionMode, fuse};
 use crate::recall::stages::select::{RecallDepth, cut_to_limit};
+use crate::refs::Ref;
 
 /// A depth policy: how many candidates each arm hands to fusion, given the configuration
 /// and the caller's `limit`.

@@ -1,12 +1,12 @@
 //! Shaping: last-is-best, the preview tier, excerpts, the full-content budget.
 
 use crate::recall::stages::candidate::{Arm, ArmList};
-use crate::refs::Ref;
 use crate::recall::stages::config::RecallConfig;
 use crate::recall::stages::excerpt::ExcerptBasis;
 use crate::recall::stages::fusion::{ArmWeights, FusionMode, rrf};
 use crate::recall::stages::gate::{GateConfig, GateInput, apply};
 use crate::recall::stages::shape::{Hydrated, ShapeInput, Signal, shape};
+use crate::refs::Ref;
 
 fn inputs(contents: &[String]) -> Vec<ShapeInput> {
     let list = ArmList::ranked(
