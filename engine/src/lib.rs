@@ -90,6 +90,7 @@ pub use store::generations::blocks::{block_row_id, split_block_row_id};
 pub use store::generations::{IndexStatus, IndexTable, RebuildOutcome, TableIndexStatus};
 pub use store::pauses::{NoPersist, PauseOutcome, PersistenceStatus, ResumeOutcome};
 pub use store::queue::{DrainOutcome, QueueStatus};
+pub use store::stats::StoreStats;
 
 /// The engine: the handle the server holds. A facade of one-line methods, one per tool or
 /// operator command, each calling its feature with the [`Store`] and the configuration.
@@ -366,6 +367,11 @@ impl Engine {
     /// of attempts (an operator's explicit "embed now").
     pub fn drain_embedding_queue_now(&self, max_rows: usize) -> Result<DrainOutcome> {
         derived::drain_embedding_queue(&self.store, max_rows, true)
+    }
+
+    /// Schema version, integrity, row counts (of one agent, `""` = all) and file size.
+    pub fn store_stats(&self, agent_id: &str) -> Result<StoreStats> {
+        self.store.store_stats(agent_id)
     }
 
     // store/generations/mod.rs

@@ -23,6 +23,7 @@ pub(crate) mod generations;
 mod index;
 pub(crate) mod pauses;
 pub(crate) mod queue;
+pub(crate) mod stats;
 pub(crate) mod target;
 
 pub(crate) use target::VectorTarget;

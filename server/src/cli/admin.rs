@@ -14,7 +14,6 @@ use serde::Serialize;
 
 use crate::cli::{RunError, open};
 use crate::config::{Config, EmbedderConfig, default_model_dir};
-use crate::mcp::engine_health::store_stats;
 
 /// Opens the engine for an operator command (no path confinement).
 pub(crate) fn open_engine(config: &Config) -> Result<Arc<Engine>, RunError> {
@@ -96,7 +95,8 @@ fn copy_to_stdout(path: &Path) -> Result<(), RunError> {
 /// integrity check does.
 pub(crate) fn check(config: &Config) -> Result<(), RunError> {
     let engine = open_engine(config)?;
-    let stats = store_stats(&engine.config().db_path, "")
+    let stats = engine
+        .store_stats("")
         .with_context(|| format!("cannot read {}", config.db_path.display()))?;
     let queue = engine.get_queue_status().context("cannot read the queue")?;
     print_json(&serde_json::json!({

@@ -11,7 +11,7 @@ use cpersona_engine::Engine;
 use crate::cli::{RunError, open};
 use crate::config::Config;
 use crate::mcp::McpServer;
-use crate::mcp::engine_backend::EngineBackend;
+use crate::mcp::engine::EngineBackend;
 use crate::transport::http::{self, HttpSecurity};
 
 /// Serve over HTTP when `--http` (or `CPERSONA_TRANSPORT=streamable-http`) says so, else stdio.

@@ -3,11 +3,7 @@
 //! blocking thread → one JSON text content). No ranking or storage logic lives here.
 
 pub mod backend;
-mod engine_associations;
-pub mod engine_backend;
-pub(crate) mod engine_health;
-mod engine_recall;
-mod engine_reconstruct;
+pub mod engine;
 mod tools;
 pub(crate) mod validate;
 pub mod wire;

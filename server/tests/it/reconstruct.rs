@@ -8,7 +8,7 @@ use cpersona_engine::embed::{Embedder, HashEmbedder};
 use cpersona_engine::{Engine, EngineConfig, ReconstructConfig, StoreRequest};
 use cpersona_server::config::{Config, Env};
 use cpersona_server::mcp::McpServer;
-use cpersona_server::mcp::engine_backend::EngineBackend;
+use cpersona_server::mcp::engine::EngineBackend;
 use rmcp::model::CallToolRequestParams;
 use rmcp::service::RunningService;
 use rmcp::{RoleClient, ServiceExt};

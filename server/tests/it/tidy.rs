@@ -138,6 +138,11 @@ fn dependencies_point_one_way_and_stay_narrow() {
         );
         assert_ne!(dep, "cpersona-server", "engine depends on the server");
     }
+    // The store (SQLite) is the engine's: the server reaches it only through `Engine`.
+    assert!(
+        !dependencies("server").iter().any(|d| d == "rusqlite"),
+        "the server's library depends on rusqlite"
+    );
     for member in ["index", "engine", "server"] {
         for dep in dependencies(member) {
             assert!(

@@ -4,23 +4,19 @@
 //! happens here: `exclude_contents` and `source_id` travel in the `RecallQuery` and the engine
 //! applies them before its count cut (the body says how many hits they removed, `excluded`).
 
-use cpersona_engine::{RecallQuery, RecallResult, TimeCue};
+use cpersona_engine::{RecallQuery, RecallResult};
 use serde_json::{Value, json};
 
 use crate::mcp::backend::{ToolError, ToolResult};
-use crate::mcp::engine_backend::{EngineBackend, engine_error};
+use crate::mcp::engine::backend::EngineBackend;
+use crate::mcp::engine::convert::{RecallCommon, encode, engine_cue, engine_error, recall_query};
 use crate::mcp::wire;
-
-fn to_value<T: serde::Serialize>(value: &T) -> Result<Value, ToolError> {
-    serde_json::to_value(value)
-        .map_err(|err| ToolError::internal(format!("cannot encode the response: {err}")))
-}
 
 /// Runs one recall and shapes its body.
 pub(crate) fn recall(backend: &EngineBackend, query: RecallQuery) -> ToolResult {
     let trace = query.trace;
     let result = backend.engine().recall(&query).map_err(engine_error)?;
-    let mut body = to_value(&result.response)?;
+    let mut body = encode(&result.response)?;
     let dropped = result.filtered.total();
     let Some(object) = body.as_object_mut() else {
         return Err(ToolError::internal("recall response is not an object"));
@@ -47,34 +43,26 @@ fn trace_of(result: &RecallResult) -> ToolResult {
     let Some(trace) = result.trace() else {
         return Err(ToolError::internal("recall ran without its trace capture"));
     };
-    to_value(&trace)
-}
-
-/// The engine's time cue from the wire's: every check (after < before, unit, whole value,
-/// dates in range) is the engine's `TimeCue::from_json`, so `recall` and `reconstruct` refuse
-/// the same cues with the same words. Public to the crate for `reconstruct`.
-pub(crate) fn engine_cue(cue: Option<&wire::TimeCue>) -> Result<Option<TimeCue>, ToolError> {
-    cue.map(|c| TimeCue::from_json(&to_value(c)?).map_err(engine_error))
-        .transpose()
+    encode(&trace)
 }
 
 /// `recall`.
 pub(crate) fn recall_args(backend: &EngineBackend, args: wire::RecallArgs) -> ToolResult {
-    let time_cue = engine_cue(args.time_cue.as_ref())?;
     let query = RecallQuery {
-        agent_id: args.agent_id,
-        project_id: args.project_id,
-        channel: (!args.channel.is_empty()).then_some(args.channel),
-        query: args.query,
-        limit: args.limit as usize,
-        deep: args.deep,
-        full_content: args.full_content,
         trace: args.trace,
-        time_cue,
+        time_cue: engine_cue(args.time_cue.as_ref())?,
         exclude_contents: args.exclude_contents,
-        source_id: args.source_id,
-        session_key: args.session_key,
-        ..RecallQuery::default()
+        ..recall_query(RecallCommon {
+            agent_id: args.agent_id,
+            project_id: args.project_id,
+            channel: args.channel,
+            query: args.query,
+            limit: args.limit,
+            deep: args.deep,
+            full_content: args.full_content,
+            source_id: args.source_id,
+            session_key: args.session_key,
+        })
     };
     recall(backend, query)
 }
@@ -85,19 +73,17 @@ pub(crate) fn recall_with_context(
     args: wire::RecallWithContextArgs,
 ) -> ToolResult {
     let context_entries = args.external_context.len();
-    let query = RecallQuery {
+    let query = recall_query(RecallCommon {
         agent_id: args.agent_id,
         project_id: args.project_id,
-        channel: (!args.channel.is_empty()).then_some(args.channel),
+        channel: args.channel,
         query: args.query,
-        limit: args.limit as usize,
+        limit: args.limit,
         deep: args.deep,
         full_content: args.full_content,
-        trace: false,
         source_id: args.source_id,
         session_key: args.session_key,
-        ..RecallQuery::default()
-    };
+    });
     let mut body = recall(backend, query)?;
     if context_entries > 0
         && let Some(object) = body.as_object_mut()
@@ -116,13 +102,13 @@ pub(crate) fn get_contents(backend: &EngineBackend, args: wire::GetContentsArgs)
     let refs = args
         .refs
         .iter()
-        .map(to_value)
+        .map(encode)
         .collect::<Result<Vec<Value>, ToolError>>()?;
     let contents = backend
         .engine()
         .get_contents(&args.agent_id, None, None, &refs)
         .map_err(engine_error)?;
-    to_value(&contents)
+    encode(&contents)
 }
 
 /// `calibrate_threshold`: the engine's calibration of the agent (method and sample size are
@@ -145,8 +131,8 @@ pub(crate) fn calibrate_threshold(
         "scope": scope,
         "agent_id": outcome.agent_id,
         "new_threshold": outcome.calibration.threshold,
-        "calibration": to_value(&outcome.calibration)?,
-        "requested": {"method": to_value(&args.method)?, "sample_size": args.sample_size,
+        "calibration": encode(&outcome.calibration)?,
+        "requested": {"method": encode(&args.method)?, "sample_size": args.sample_size,
                       "applied": false},
     }))
 }

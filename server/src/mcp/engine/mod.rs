@@ -3,108 +3,28 @@
 //! It holds no ranking or storage logic, and never answers a tool the engine cannot serve
 //! with anything but a clear `ok: false`.
 
-use std::sync::Arc;
+mod associations;
+mod backend;
+pub(crate) mod convert;
+pub(crate) mod health;
+mod recall;
+mod reconstruct;
 
-use cpersona_engine::embed::Embedder;
+pub use backend::EngineBackend;
+pub use convert::embedder_advisory;
+
 use cpersona_engine::{
-    ArchiveEpisodeRequest, DeleteEpisodeRequest, Engine, ExportRequest, ImportRequest,
-    ListEpisodesRequest, ListMemoriesRequest, MemoryIdRequest, MergeMode, MergeRequest,
-    StoreRequest, UpdateMemoryRequest, UpdateProfileRequest,
+    ArchiveEpisodeRequest, DeleteEpisodeRequest, ExportRequest, ImportRequest, ListEpisodesRequest,
+    ListMemoriesRequest, MemoryIdRequest, MergeMode, MergeRequest, StoreRequest,
+    UpdateMemoryRequest, UpdateProfileRequest,
 };
-use serde::Serialize;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
-use crate::config::{Precision, RecallSettings};
-use crate::mcp::backend::{ToolBackend, ToolError, ToolResult};
-use crate::mcp::{engine_associations, engine_recall, engine_reconstruct, wire};
+use crate::config::Precision;
+use crate::mcp::backend::{ToolBackend, ToolResult};
+use crate::mcp::wire;
+use convert::{body, engine_error, object, source};
 use cpersona_engine::precision_label;
-
-/// Answers every tool from one [`Engine`].
-pub struct EngineBackend {
-    engine: Arc<Engine>,
-    embedder: Arc<dyn Embedder>,
-    recall: RecallSettings,
-}
-
-impl EngineBackend {
-    /// A backend over `engine`, whose embedder is `embedder` (kept for health and advisories),
-    /// with the process-wide recall settings.
-    pub fn new(
-        engine: Arc<Engine>,
-        embedder: Arc<dyn Embedder>,
-        recall: RecallSettings,
-    ) -> EngineBackend {
-        EngineBackend {
-            engine,
-            embedder,
-            recall,
-        }
-    }
-
-    /// The engine this backend serves.
-    pub fn engine(&self) -> &Arc<Engine> {
-        &self.engine
-    }
-
-    /// CPersona's `advisory` object when semantic recall is degraded, else `None`.
-    pub(crate) fn advisory(&self) -> Option<Value> {
-        embedder_advisory(self.embedder.as_ref())
-    }
-
-    /// `body` with the embedder advisory attached when there is one.
-    fn with_advisory(&self, mut body: Value) -> Value {
-        if let (Some(advisory), Some(object)) = (self.advisory(), body.as_object_mut()) {
-            object.insert("advisory".to_owned(), advisory);
-        }
-        body
-    }
-}
-
-/// CPersona's degraded advisory (`{degraded, severity, reason, evidence, runbook}`), when the
-/// embedder reports itself degraded (hash fallback, failing remote).
-pub fn embedder_advisory(embedder: &dyn Embedder) -> Option<Value> {
-    match embedder.health() {
-        cpersona_engine::embed::EmbedHealth::Healthy => None,
-        cpersona_engine::embed::EmbedHealth::Degraded {
-            severity,
-            reason,
-            evidence,
-            advisory,
-        } => Some(json!({
-            "degraded": true,
-            "severity": severity.as_str(),
-            "reason": reason,
-            "evidence": evidence,
-            "runbook": advisory,
-        })),
-    }
-}
-
-/// Maps an engine failure: the caller's fault is sent as is, ours is logged in full.
-pub(crate) fn engine_error(err: cpersona_engine::Error) -> ToolError {
-    if err.is_user_error() {
-        ToolError::user(err.to_string())
-    } else {
-        ToolError::internal(err.to_string())
-    }
-}
-
-/// Serialises an engine outcome as the tool's body.
-fn body<T: Serialize>(outcome: cpersona_engine::Result<T>) -> ToolResult {
-    let outcome = outcome.map_err(engine_error)?;
-    serde_json::to_value(outcome)
-        .map_err(|err| ToolError::internal(format!("cannot encode the response: {err}")))
-}
-
-fn object(map: Option<Map<String, Value>>) -> Option<Value> {
-    map.map(Value::Object)
-}
-
-fn source(source: Option<wire::Source>) -> Result<Option<Value>, ToolError> {
-    source
-        .map(|s| serde_json::to_value(s).map_err(|err| ToolError::internal(err.to_string())))
-        .transpose()
-}
 
 impl ToolBackend for EngineBackend {
     fn store(&self, args: wire::StoreArgs) -> ToolResult {
@@ -133,7 +53,7 @@ impl ToolBackend for EngineBackend {
                 req.metadata = object(args.metadata);
             }
         }
-        engine_associations::check_store(&self.engine, args.associations.as_ref())?;
+        associations::check_store(&self.engine, args.associations.as_ref())?;
         let scope = (
             req.agent_id.clone(),
             req.project_id.clone(),
@@ -143,26 +63,26 @@ impl ToolBackend for EngineBackend {
         let stored = self.with_advisory(body(self.engine.store(&req))?);
         match args.associations {
             Some(associations) => {
-                engine_associations::after_store(&self.engine, stored, scope, associations)
+                associations::after_store(&self.engine, stored, scope, associations)
             }
             None => Ok(stored),
         }
     }
 
     fn recall(&self, args: wire::RecallArgs) -> ToolResult {
-        engine_recall::recall_args(self, args)
+        recall::recall_args(self, args)
     }
 
     fn reconstruct(&self, args: wire::ReconstructArgs) -> ToolResult {
-        engine_reconstruct::reconstruct(self, args)
+        reconstruct::reconstruct(self, args)
     }
 
     fn recall_with_context(&self, args: wire::RecallWithContextArgs) -> ToolResult {
-        engine_recall::recall_with_context(self, args)
+        recall::recall_with_context(self, args)
     }
 
     fn get_contents(&self, args: wire::GetContentsArgs) -> ToolResult {
-        engine_recall::get_contents(self, args)
+        recall::get_contents(self, args)
     }
 
     fn archive_episode(&self, args: wire::ArchiveEpisodeArgs) -> ToolResult {
@@ -285,7 +205,7 @@ impl ToolBackend for EngineBackend {
     }
 
     fn calibrate_threshold(&self, args: wire::CalibrateArgs) -> ToolResult {
-        engine_recall::calibrate_threshold(self, args)
+        recall::calibrate_threshold(self, args)
     }
 
     fn set_recall_precision(&self, args: wire::SetPrecisionArgs) -> ToolResult {
@@ -350,7 +270,7 @@ impl ToolBackend for EngineBackend {
     }
 
     fn check_health(&self, args: wire::CheckHealthArgs) -> ToolResult {
-        crate::mcp::engine_health::check_health(self, args)
+        health::check_health(self, args)
     }
 
     fn get_queue_status(&self, _args: wire::NoArgs) -> ToolResult {
@@ -371,11 +291,11 @@ impl ToolBackend for EngineBackend {
     }
 
     fn declare_associations(&self, args: wire::DeclareAssociationsArgs) -> ToolResult {
-        engine_associations::declare(&self.engine, args)
+        associations::declare(&self.engine, args)
     }
 
     fn traverse(&self, args: wire::TraverseArgs) -> ToolResult {
-        engine_associations::traverse(&self.engine, args)
+        associations::traverse(&self.engine, args)
     }
 }
 
@@ -384,17 +304,5 @@ fn memory_id(args: wire::MemoryIdArgs) -> MemoryIdRequest {
         memory_id: args.memory_id,
         agent_id: args.agent_id,
         session_key: args.session_key,
-    }
-}
-
-impl EngineBackend {
-    /// The process-wide recall settings (for `check_health`).
-    pub(crate) fn recall_settings(&self) -> &RecallSettings {
-        &self.recall
-    }
-
-    /// The embedder (for `check_health`).
-    pub(crate) fn embedder(&self) -> &dyn Embedder {
-        self.embedder.as_ref()
     }
 }

@@ -6,7 +6,7 @@ use cpersona_engine::{DeclareRequest, Engine, EntityInput, RelationInput, Traver
 use serde_json::{Value, json};
 
 use crate::mcp::backend::{ToolError, ToolResult};
-use crate::mcp::engine_backend::engine_error;
+use crate::mcp::engine::convert::{body, engine_error};
 use crate::mcp::wire;
 
 fn request(
@@ -45,12 +45,6 @@ fn request(
     }
 }
 
-fn encode<T: serde::Serialize>(outcome: cpersona_engine::Result<T>) -> ToolResult {
-    let outcome = outcome.map_err(engine_error)?;
-    serde_json::to_value(outcome)
-        .map_err(|err| ToolError::internal(format!("cannot encode the response: {err}")))
-}
-
 /// `declare_associations`.
 pub(crate) fn declare(engine: &Engine, args: wire::DeclareAssociationsArgs) -> ToolResult {
     let mut req = request(
@@ -69,7 +63,7 @@ pub(crate) fn declare(engine: &Engine, args: wire::DeclareAssociationsArgs) -> T
             .map(|m| (m.entity, m.reference))
             .collect();
     }
-    encode(engine.declare_associations(&req))
+    body(engine.declare_associations(&req))
 }
 
 /// `traverse`.
@@ -82,7 +76,7 @@ pub(crate) fn traverse(engine: &Engine, args: wire::TraverseArgs) -> ToolResult 
         max_hops: args.max_hops as usize,
         limit: args.limit as usize,
     };
-    encode(engine.traverse(&req))
+    body(engine.traverse(&req))
 }
 
 /// Refuses `store` with associations while the feature is off (before anything is written).

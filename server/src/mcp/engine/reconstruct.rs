@@ -8,12 +8,13 @@ use cpersona_engine::{ReconstructMode, ReconstructRequest};
 use serde_json::{Value, json};
 
 use crate::mcp::backend::{ToolError, ToolResult};
-use crate::mcp::engine_backend::{EngineBackend, engine_error};
+use crate::mcp::engine::backend::EngineBackend;
+use crate::mcp::engine::convert::engine_error;
 use crate::mcp::wire;
 
 /// `reconstruct`.
 pub(crate) fn reconstruct(backend: &EngineBackend, args: wire::ReconstructArgs) -> ToolResult {
-    let time_cue = crate::mcp::engine_recall::engine_cue(args.time_cue.as_ref())?;
+    let time_cue = crate::mcp::engine::convert::engine_cue(args.time_cue.as_ref())?;
     let mode = match (args.mode, args.lite) {
         (Some(_), Some(_)) => {
             return Err(ToolError::user(

@@ -3,13 +3,11 @@
 //! embedder's identity and health, in CPersona's `{issues, severity_summary, status, stats}` shape. It reads through
 //! its own read-only connection and repairs only by draining the embedding queue.
 
-use std::path::Path;
-
-use rusqlite::{Connection, OpenFlags};
 use serde_json::{Value, json};
 
 use crate::mcp::backend::{ToolError, ToolResult};
-use crate::mcp::engine_backend::{EngineBackend, embedder_advisory};
+use crate::mcp::engine::backend::EngineBackend;
+use crate::mcp::engine::convert::embedder_advisory;
 use crate::mcp::wire;
 
 /// The checks this build runs, in order.
@@ -22,60 +20,6 @@ pub(crate) const CHECKS: &[&str] = &[
 ];
 /// Queued rows one `fix=true` run embeds at most (CPersona re-embeds ≤500 rows per run).
 const FIX_MAX_ROWS: usize = 500;
-
-/// Row counts and file facts of a store.
-#[derive(Clone, Debug, serde::Serialize)]
-pub(crate) struct StoreStats {
-    pub(crate) schema_version: u32,
-    pub(crate) supported_schema_version: u32,
-    pub(crate) db_size_bytes: u64,
-    pub(crate) memories: i64,
-    pub(crate) episodes: i64,
-    pub(crate) profiles: i64,
-    pub(crate) pending_tasks: i64,
-    pub(crate) memories_without_vector: i64,
-    /// `"ok"` or SQLite's first complaints (`PRAGMA quick_check`, at most 10 lines).
-    pub(crate) integrity: Vec<String>,
-}
-
-/// Reads [`StoreStats`] through a fresh read-only connection (the engine must have opened and
-/// migrated the file first).
-pub(crate) fn store_stats(db_path: &Path, agent_id: &str) -> rusqlite::Result<StoreStats> {
-    let conn = Connection::open_with_flags(
-        db_path,
-        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-    )?;
-    let count = |table: &str, extra: &str| -> rusqlite::Result<i64> {
-        let filter = if agent_id.is_empty() {
-            String::new()
-        } else {
-            " AND agent_id = ?1".to_owned()
-        };
-        let sql = format!("SELECT COUNT(*) FROM {table} WHERE 1 = 1{extra}{filter}");
-        if agent_id.is_empty() {
-            conn.query_row(&sql, [], |row| row.get(0))
-        } else {
-            conn.query_row(&sql, [agent_id], |row| row.get(0))
-        }
-    };
-    let mut integrity = Vec::new();
-    let mut stmt = conn.prepare("PRAGMA quick_check(10)")?;
-    let mut rows = stmt.query([])?;
-    while let Some(row) = rows.next()? {
-        integrity.push(row.get::<_, String>(0)?);
-    }
-    Ok(StoreStats {
-        schema_version: conn.pragma_query_value(None, "user_version", |row| row.get(0))?,
-        supported_schema_version: cpersona_engine::store::db::migrate::supported_version(),
-        db_size_bytes: std::fs::metadata(db_path).map(|m| m.len()).unwrap_or(0),
-        memories: count("memories", "")?,
-        episodes: count("episodes", "")?,
-        profiles: count("profiles", "")?,
-        pending_tasks: count("embedding_queue", "")?,
-        memories_without_vector: count("memories", " AND embedding IS NULL")?,
-        integrity,
-    })
-}
 
 fn issue(check: &str, severity: &str, hint: String, extra: Value) -> Value {
     let mut issue = json!({"type": check, "check": check, "severity": severity, "hint": hint});
@@ -102,7 +46,8 @@ pub(crate) fn check_health(backend: &EngineBackend, args: wire::CheckHealthArgs)
             .map_err(|e| ToolError::internal(e.to_string()))?;
         fixed = drained.embedded;
     }
-    let stats = store_stats(&engine.config().db_path, &args.agent_id)
+    let stats = engine
+        .store_stats(&args.agent_id)
         .map_err(|e| ToolError::internal(format!("cannot read the store: {e}")))?;
     let queue = engine
         .get_queue_status()

@@ -1,0 +1,64 @@
+//! `EngineBackend`: the engine, its embedder (for health and advisories) and the
+//! process-wide recall settings the tool handlers read. Data and accessors only.
+
+use std::sync::Arc;
+
+use cpersona_engine::Engine;
+use cpersona_engine::embed::Embedder;
+use serde_json::Value;
+
+use crate::config::RecallSettings;
+use crate::mcp::engine::convert::embedder_advisory;
+
+/// Answers every tool from one [`Engine`].
+pub struct EngineBackend {
+    pub(super) engine: Arc<Engine>,
+    pub(super) embedder: Arc<dyn Embedder>,
+    pub(super) recall: RecallSettings,
+}
+
+impl EngineBackend {
+    /// A backend over `engine`, whose embedder is `embedder` (kept for health and advisories),
+    /// with the process-wide recall settings.
+    pub fn new(
+        engine: Arc<Engine>,
+        embedder: Arc<dyn Embedder>,
+        recall: RecallSettings,
+    ) -> EngineBackend {
+        EngineBackend {
+            engine,
+            embedder,
+            recall,
+        }
+    }
+
+    /// The engine this backend serves.
+    pub fn engine(&self) -> &Arc<Engine> {
+        &self.engine
+    }
+
+    /// CPersona's `advisory` object when semantic recall is degraded, else `None`.
+    pub(crate) fn advisory(&self) -> Option<Value> {
+        embedder_advisory(self.embedder.as_ref())
+    }
+
+    /// `body` with the embedder advisory attached when there is one.
+    pub(super) fn with_advisory(&self, mut body: Value) -> Value {
+        if let (Some(advisory), Some(object)) = (self.advisory(), body.as_object_mut()) {
+            object.insert("advisory".to_owned(), advisory);
+        }
+        body
+    }
+}
+
+impl EngineBackend {
+    /// The process-wide recall settings (for `check_health`).
+    pub(crate) fn recall_settings(&self) -> &RecallSettings {
+        &self.recall
+    }
+
+    /// The embedder (for `check_health`).
+    pub(crate) fn embedder(&self) -> &dyn Embedder {
+        self.embedder.as_ref()
+    }
+}
