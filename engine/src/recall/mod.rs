@@ -9,6 +9,7 @@
 use crate::config::EngineConfig;
 use crate::error::Result;
 use crate::recall::capture::Seen;
+use crate::recall::pass::Mutation;
 use crate::recall::read::{read_scoped, with_ranges};
 use crate::recall::stages::contents::{BUDGET_CHARS, ContentsResponse, parse_requests};
 use crate::scope::Scope;
@@ -60,14 +61,22 @@ pub(crate) fn answer(
     config: &EngineConfig,
     q: &RecallQuery,
 ) -> Result<RecallResult> {
-    let mut window = pass::run(store, config, q, None)?;
+    answer_with(store, config, q, Mutation::None)
+}
+
+/// [`answer`] with one invariant deliberately broken (tests only pass anything but `None`).
+pub(crate) fn answer_with(
+    store: &Store,
+    config: &EngineConfig,
+    q: &RecallQuery,
+    mutation: Mutation,
+) -> Result<RecallResult> {
+    let mut window = pass::run(store, config, q, None, mutation)?;
     let deeper = match seats::deeper_query(config, q, &window) {
-        Some(deeper_query) => Some(pass::run(
-            store,
-            config,
-            &deeper_query,
-            window.cue.as_ref(),
-        )?),
+        Some(deeper_query) => {
+            let reuse = window.cue.as_ref();
+            Some(pass::run(store, config, &deeper_query, reuse, mutation)?)
+        }
         None => None,
     };
     let held = seats::hold(store, config, q, &mut window, deeper.as_ref())?;

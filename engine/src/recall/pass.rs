@@ -22,6 +22,7 @@ use crate::recall::stages::deliberate::Sufficiency;
 use crate::recall::stages::filters::{FilterReport, RowFilters};
 use crate::recall::stages::gate::{self, GateInput};
 use crate::recall::stages::pipeline::{RecallOutcome, RecallRequest, try_run_cued};
+use crate::recall::stages::select::RecallDepth;
 use crate::recall::stages::shape::Hydrated;
 use crate::recall::types::{RecallQuery, RecallTimings};
 use crate::refs::Ref;
@@ -66,6 +67,18 @@ pub(crate) struct ArmsReport {
     pub(crate) lexical_capped: Vec<CapActed>,
 }
 
+/// One deliberate break of an invariant, fed by the tests that must catch it (design §9's
+/// mutations); the recall passes [`Mutation::None`] only.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(not(test), allow(dead_code))]
+pub(crate) enum Mutation {
+    /// The real behaviour.
+    #[default]
+    None,
+    /// `candidate depth = limit`: the Recall Depth follows the response count again.
+    DepthFromLimit,
+}
+
 /// Runs one window pass of `q`. `reuse_cue` is the cue step of an earlier pass of the same
 /// query (the propagation seat's deeper pass): its plan is applied again instead of
 /// fetching the envelope a second time.
@@ -74,11 +87,20 @@ pub(crate) fn run(
     config: &EngineConfig,
     q: &RecallQuery,
     reuse_cue: Option<&Cued>,
+    mutation: Mutation,
 ) -> Result<Pass> {
     let started = Instant::now();
     let mut recall_config = config.recall;
     if let Some(depth) = q.depth {
         recall_config.depth.default = depth;
+    }
+    if mutation == Mutation::DepthFromLimit {
+        let limit = q.limit.max(1);
+        recall_config.depth = RecallDepth {
+            floor: 1,
+            default: limit,
+            max: limit,
+        };
     }
     let depth = recall_config.depth.per_arm();
     let scope = Scope::read(

@@ -1,5 +1,6 @@
-//! Cued Recall end to end: no cue is free recall byte for byte, a cue re-orders and holds
-//! places but never hides a row, the loop fetches at most twice, relative cues read the
+//! Cued Recall end to end: a cue that moves nothing leaves free recall byte for byte, a cue
+//! re-orders and holds places but never hides a row, every fetch a recall makes is counted
+//! (the arms, the envelope once, the propagation seat's deeper pass), relative cues read the
 //! injected clock, and bad cues are refused before anything runs.
 
 use cpersona_engine::replay::{ReplayChanges, replay};
@@ -79,35 +80,38 @@ fn refs(r: &cpersona_engine::RecallResult) -> Vec<String> {
         .collect()
 }
 
+/// The response as JSON text without the rows' `confidence` and the `time_cue` block.
+fn rows_only(response: &impl serde::Serialize) -> String {
+    let mut value: serde_json::Value = serde_json::from_str(&without_confidence(response)).unwrap();
+    if let Some(object) = value.as_object_mut() {
+        object.remove("time_cue");
+    }
+    value.to_string()
+}
+
 #[test]
-fn no_cue_is_free_recall_byte_for_byte() {
+fn a_cue_that_moves_nothing_is_free_recall_byte_for_byte() {
     let f = fixture();
     corpus(&f);
-    for q in ["lanterns", "garden note", "harbor 42", ""] {
-        let free = RecallQuery {
-            agent_id: "a".into(),
-            query: q.into(),
-            limit: 10,
-            ..RecallQuery::default()
-        };
-        let with_clock = RecallQuery {
-            now_ms: Some(now()),
-            ..free.clone()
-        };
-        // Confidence reports each row's age against the clock, so it alone may differ: a
-        // clock without a cue must change nothing else.
-        let a = without_confidence(&f.engine.recall(&free).unwrap().response);
-        let b = without_confidence(&f.engine.recall(&with_clock).unwrap().response);
-        assert_eq!(a, b);
-        assert!(!a.contains("time_cue"));
-        let traced = f
-            .engine
-            .recall(&RecallQuery {
-                trace: true,
-                ..free
-            })
-            .unwrap();
-        let stages = serde_json::to_string(&traced.stages).unwrap();
+    // One cue the loop ignores (it starts within the last day) and one aimed at a period that
+    // holds no row: the cue code runs (the second fetches and plans), and must leave every
+    // row, its order and its fields as free recall has them.
+    let ignored = json!({"ago": {"unit": "days", "value": 0}, "confidence": "sure"});
+    let empty = json!({"after": "2001-01-01", "before": "2001-01-02", "confidence": "sure"});
+    for q in ["lanterns", "garden note", "harbor 42"] {
+        let free = f.engine.recall(&cued(q, 10, None)).unwrap();
+        assert!(!rows_only(&free.response).is_empty());
+        for cue in [&ignored, &empty] {
+            let with = f.engine.recall(&cued(q, 10, Some(cue.clone()))).unwrap();
+            let block = with.response.time_cue.as_ref().expect("the cue block");
+            assert_eq!(block.moved + block.seated, 0, "{q}: {cue}");
+            assert_eq!(
+                rows_only(&with.response),
+                rows_only(&free.response),
+                "{q}: {cue}"
+            );
+        }
+        let stages = serde_json::to_string(&free.stages).unwrap();
         assert!(!stages.contains("deliberation"));
     }
 }
@@ -142,13 +146,15 @@ fn a_cue_reorders_and_seats_but_never_hides_a_row() {
         with.response.messages[0].match_reason.admission,
         Some("time_cue_seat")
     );
-    // The loop fetched at most twice and reported its envelope.
+    // The arms and the envelope: two fetches, as the loop reports.
     let loop_report = with
         .stages
         .as_ref()
         .and_then(|s| s.deliberation.as_ref())
         .expect("loop");
-    assert!(loop_report.fetches <= 2);
+    assert_eq!(with.fetches, 2);
+    assert_eq!(loop_report.fetches, 2);
+    assert_eq!(free.fetches, 1);
     assert!(!loop_report.stages.is_empty());
 }
 
@@ -184,7 +190,8 @@ fn an_empty_period_is_revised_once() {
         .and_then(|s| s.deliberation.as_ref())
         .unwrap();
     assert_eq!(report.stages.len(), 2);
-    assert!(report.fetches <= 2);
+    // A revision re-filters the one envelope fetch: still two fetches.
+    assert_eq!(report.fetches, 2);
 }
 
 #[test]
@@ -351,4 +358,27 @@ fn a_cue_too_narrow_for_the_expected_row_is_window_too_narrow() {
         }
     }
     assert!(cases > 0, "no query had a row only the wider cue returns");
+}
+
+#[test]
+fn the_propagation_seat_counts_its_deeper_pass_and_reuses_the_envelope() {
+    let f = crate::common::fixture_with(|config| config.propagation_seat = true);
+    corpus(&f);
+    let free = f.engine.recall(&cued("lanterns stones", 3, None)).unwrap();
+    // The window's arms and the deeper pass's arms.
+    assert_eq!(free.fetches, 2);
+    let cue = json!({"ago": {"unit": "days", "value": 55}, "confidence": "sure"});
+    let with = f
+        .engine
+        .recall(&cued("lanterns stones", 3, Some(cue)))
+        .unwrap();
+    // The window's arms, its envelope, the deeper pass's arms: the deeper pass applies the
+    // window's cue plan again instead of fetching the envelope a second time.
+    assert_eq!(with.fetches, 3);
+    let report = with
+        .stages
+        .as_ref()
+        .and_then(|s| s.deliberation.as_ref())
+        .unwrap();
+    assert_eq!(report.fetches, 3);
 }

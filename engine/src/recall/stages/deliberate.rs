@@ -18,9 +18,6 @@ use serde::{Deserialize, Serialize};
 use super::cue::{CueConfidence, POLICY, Period, PeriodText};
 use crate::refs::Ref;
 
-/// Fetches of the store per recall, at most: the arms, and the envelope fetch.
-pub const MAX_FETCHES: usize = 2;
-
 /// The cosine lead of the envelope's best row over its second that makes the envelope
 /// sufficient by score separation (the same lead makes a hit strong for cue propagation).
 pub const SEPARATION: f64 = 0.05;
@@ -180,7 +177,8 @@ pub struct StageReport {
 pub struct LoopReport {
     /// The policy version.
     pub policy: &'static str,
-    /// Fetches of the store (≤ [`MAX_FETCHES`]).
+    /// Fetches of the index and the store: the loop records its one envelope fetch (1); the
+    /// recall then reports its total (the arms of each pass, the envelope once).
     pub fetches: usize,
     /// The envelope the fetch was aimed at (the widest any stage may use).
     pub fetch_envelope: PeriodText,
@@ -333,7 +331,7 @@ pub fn run(
                     found,
                     report: LoopReport {
                         policy: POLICY,
-                        fetches: MAX_FETCHES,
+                        fetches: 1,
                         fetch_envelope: fetch_envelope(period, confidence).text(),
                         candidates: pool.len(),
                         stages,
