@@ -23,6 +23,9 @@ pub(crate) struct FakeBackend {
     rows: Mutex<Vec<Row>>,
     next_id: Mutex<i64>,
     pub(crate) calls: AtomicUsize,
+    /// The session and health tools' decoded arguments, in call order: what reached the
+    /// backend after the MCP layer applied its defaults.
+    pub(crate) received: Mutex<Vec<(&'static str, Value)>>,
 }
 
 impl FakeBackend {
@@ -33,6 +36,11 @@ impl FakeBackend {
 
     fn touch(&self) {
         self.calls.fetch_add(1, Ordering::SeqCst);
+    }
+
+    fn receive(&self, tool: &'static str, args: &impl serde::Serialize) {
+        let args = serde_json::to_value(args).expect("wire arguments serialise");
+        self.received.lock().unwrap().push((tool, args));
     }
 
     fn insert(&self, agent_id: &str, content: &str) -> i64 {
@@ -317,8 +325,9 @@ impl ToolBackend for FakeBackend {
         unsupported("get_recall_precision")
     }
 
-    fn check_health(&self, _args: wire::CheckHealthArgs) -> ToolResult {
+    fn check_health(&self, args: wire::CheckHealthArgs) -> ToolResult {
         self.touch();
+        self.receive("check_health", &args);
         Ok(
             json!({"status": "healthy", "issues": [], "total_memories": self.rows.lock().unwrap().len()}),
         )
@@ -331,16 +340,19 @@ impl ToolBackend for FakeBackend {
 
     fn pause_persistence(&self, args: wire::PauseArgs) -> ToolResult {
         self.touch();
+        self.receive("pause_persistence", &args);
         Ok(json!({"paused": true, "ttl_seconds": args.ttl_seconds, "scope": "process"}))
     }
 
-    fn resume_persistence(&self, _args: wire::SessionArgs) -> ToolResult {
+    fn resume_persistence(&self, args: wire::SessionArgs) -> ToolResult {
         self.touch();
+        self.receive("resume_persistence", &args);
         Ok(json!({"paused": false, "was_active": false, "scope": "process"}))
     }
 
-    fn persistence_status(&self, _args: wire::SessionArgs) -> ToolResult {
+    fn persistence_status(&self, args: wire::SessionArgs) -> ToolResult {
         self.touch();
+        self.receive("persistence_status", &args);
         Ok(json!({"paused": false, "scope": "process"}))
     }
 }

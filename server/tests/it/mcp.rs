@@ -254,14 +254,25 @@ async fn internal_errors_are_ok_false_with_a_message() {
 #[tokio::test]
 async fn session_tools_and_defaults_reach_the_backend() {
     let s = connect().await;
-    let (_, body) = call(&s, "pause_persistence", json!({})).await;
-    assert_eq!(body["ttl_seconds"], 1800, "the default ttl");
-    let (_, body) = call(&s, "persistence_status", json!({})).await;
-    assert_eq!(body["scope"], "process");
-    let (_, body) = call(&s, "get_queue_status", json!({})).await;
-    assert_eq!(body["pending"], 0);
-    let (_, body) = call(&s, "check_health", json!({})).await;
-    assert_eq!(body["status"], "healthy");
+    call(&s, "pause_persistence", json!({})).await;
+    call(&s, "pause_persistence", json!({"ttl_seconds": 60, "session_key": "s1"})).await;
+    call(&s, "persistence_status", json!({"session_key": "s2"})).await;
+    call(&s, "resume_persistence", json!({})).await;
+    call(&s, "check_health", json!({"fix": true, "checks": ["integrity"]})).await;
+    call(&s, "check_health", json!({})).await;
+    let received = s.backend.received.lock().unwrap().clone();
+    assert_eq!(
+        received,
+        vec![
+            // The MCP layer's defaults: CPersona's 1800 s ttl, the process bucket.
+            ("pause_persistence", json!({"ttl_seconds": 1800, "session_key": ""})),
+            ("pause_persistence", json!({"ttl_seconds": 60, "session_key": "s1"})),
+            ("persistence_status", json!({"session_key": "s2"})),
+            ("resume_persistence", json!({"session_key": ""})),
+            ("check_health", json!({"agent_id": "", "fix": true, "checks": ["integrity"]})),
+            ("check_health", json!({"agent_id": "", "fix": false, "checks": []})),
+        ]
+    );
 }
 
 /// Every malformed call is refused with `ok: false` and a message naming what is wrong, and
