@@ -1,14 +1,15 @@
-//! The recall trace (`trace_version` 1 of cpersona-rs): one recall written down so that it
+//! The recall trace (`trace_version` 2 of cpersona-rs): one recall written down so that it
 //! can be read, saved and **re-run offline** by [`crate::trace::replay`] without the store, the
 //! index or the embedder. It holds the query as normalised, the scope, the requested and
 //! effective counts, every arm's list with ranks and raw scores, every fused candidate with
 //! its per-arm contributions, the gate's input and decisions, the fate of every candidate
 //! (returned, or why not), the bounds that acted, the index generations, the embedder's
-//! identity, a configuration hash, per-stage latency, and the *pool*: the hydrated rows of
-//! every fused candidate, so that any replay that keeps more rows can still shape them.
+//! identity, a configuration hash, per-stage latency, the rows held after the window, and the
+//! *pool*: what a replay needs of every fused candidate's row (its length, source identity,
+//! timestamp), so that any replay that keeps more rows can still shape them.
 //!
-//! It must never hold a raw embedding (only cosines and ranks). The pool carries the rows'
-//! text: a trace is a local diagnostic file, not something to ship off the machine.
+//! It never holds a raw embedding (only cosines and ranks) and never the rows' text: refs,
+//! ranks, scores and reasons; the text is fetched with `get_contents`.
 //!
 //! Scores are JSON numbers: serde_json without `float_roundtrip` may parse a 17-digit raw
 //! score back 1 ULP off, which can move a replayed row only when its cosine sits exactly on
@@ -34,7 +35,7 @@ use crate::recall::{RecallResult, SCORING_VERSION};
 use crate::refs::Ref;
 
 /// The version of this trace's shape; a replay refuses any other.
-pub const TRACE_VERSION: u32 = 1;
+pub const TRACE_VERSION: u32 = 2;
 /// The `format` tag every trace carries, so a file is recognisable on its own.
 pub const TRACE_FORMAT: &str = "cpersona-rs.recall-trace";
 /// The recall process a trace describes: the pure pass plus the time cue's plan (re-order,
@@ -91,6 +92,39 @@ pub(crate) fn sha16(bytes: &[u8]) -> String {
         let _ = write!(out, "{byte:02x}");
     }
     out
+}
+
+/// A response body without the rows' text: each message loses `content`, `excerpt` and
+/// `excerpt_basis`
+/// (fetch them with `get_contents`); refs, scores, reasons, lengths and cut flags stay.
+pub fn without_text(mut response: serde_json::Value) -> serde_json::Value {
+    if let Some(rows) = response.get_mut("messages").and_then(|m| m.as_array_mut()) {
+        for row in rows.iter_mut() {
+            *row = without_message_text(std::mem::take(row));
+        }
+    }
+    response
+}
+
+fn without_message_text(mut message: serde_json::Value) -> serde_json::Value {
+    if let Some(object) = message.as_object_mut() {
+        object.remove("content");
+        object.remove("excerpt");
+        object.remove("excerpt_basis");
+    }
+    message
+}
+
+/// The identity fields of a stored `source` (`type`, `id`, `name`); any other field the
+/// caller wrote stays out of the trace.
+fn source_identity(source: &serde_json::Value) -> serde_json::Value {
+    let mut out = serde_json::Map::new();
+    for key in ["type", "id", "name", "System"] {
+        if let Some(value) = source.get(key) {
+            out.insert(key.to_owned(), value.clone());
+        }
+    }
+    serde_json::Value::Object(out)
 }
 
 /// The trace form of arm lists.
@@ -341,8 +375,8 @@ impl RecallTrace {
                         .as_ref()
                         .and_then(|(_, inputs)| inputs.get(r).copied()),
                     row: row.as_ref().map(|h| PoolContent {
-                        content: h.content.clone(),
-                        source: h.source.clone(),
+                        chars: h.content.chars().count(),
+                        source: h.source.as_ref().map(source_identity),
                         timestamp: h.timestamp.clone(),
                         msg_id: h.msg_id.clone(),
                     }),
@@ -351,7 +385,12 @@ impl RecallTrace {
             confidence_params: capture.confidence.as_ref().map(|(params, _)| *params),
             cue: capture.cue.as_ref().map(TraceCue::of),
             cue_request: capture.cue_request,
-            response: serde_json::to_value(&result.response).unwrap_or_default(),
+            response: without_text(serde_json::to_value(&result.response).unwrap_or_default()),
+            held: capture
+                .held
+                .iter()
+                .map(|m| without_message_text(serde_json::to_value(m).unwrap_or_default()))
+                .collect(),
         }
     }
 
@@ -390,7 +429,10 @@ impl RecallTrace {
             .collect()
     }
 
-    /// The pool as hydration answers: `Some(None)` = vanished, `None` = not captured.
+    /// The pool as hydration answers: `Some(None)` = vanished, `None` = not captured. The
+    /// trace holds no text, so each row's content is a placeholder of its length: what the
+    /// pass decides by length (the preview tier, the full-content budget) replays exactly,
+    /// and a replay's response carries no text ([`without_text`]).
     pub fn pool_map(&self) -> std::collections::HashMap<Ref, Option<Hydrated>> {
         self.pool
             .iter()
@@ -398,7 +440,7 @@ impl RecallTrace {
                 (
                     p.r#ref,
                     p.row.as_ref().map(|c| Hydrated {
-                        content: c.content.clone(),
+                        content: "x".repeat(c.chars),
                         source: c.source.clone(),
                         timestamp: c.timestamp.clone(),
                         msg_id: c.msg_id.clone(),

@@ -215,8 +215,11 @@ pub struct ReplayOutcome {
     pub rerun: Vec<Rerun>,
     /// What the replay wants the reader to know.
     pub notes: Vec<String>,
-    /// The response the changed pass returns.
+    /// The response the changed pass returns, without text (the trace holds none); the held
+    /// places lead it in `held`.
     pub response: RecallResponse,
+    /// The rows held after the window, as the recall returned them (recorded, not re-run).
+    pub held: Vec<serde_json::Value>,
     /// What its stages saw.
     pub stages: RecallStages,
     /// True when `response` equals the trace's response.
@@ -226,11 +229,17 @@ pub struct ReplayOutcome {
 impl ReplayOutcome {
     /// The returned refs best first.
     pub fn refs_best_first(&self) -> Vec<Ref> {
+        let held = self
+            .held
+            .iter()
+            .rev()
+            .filter_map(|m| m["ref"].as_str()?.parse().ok());
         self.response
             .messages
             .iter()
             .rev()
             .map(|m| m.r#ref)
+            .chain(held)
             .collect()
     }
 }
@@ -493,41 +502,37 @@ pub fn replay(trace: &RecallTrace, changes: &ReplayChanges) -> Result<ReplayOutc
         }
         outcome.response.time_cue = Some(block);
     }
-    carry_block_excerpts(trace, &mut outcome.response);
-    let unchanged = serde_json::to_value(&outcome.response).ok().as_ref() == Some(&trace.response);
+    // The trace holds no text: the replayed rows carry none either.
+    for message in &mut outcome.response.messages {
+        message.content.clear();
+        message.excerpt = None;
+    }
+    if !trace.held.is_empty() && !changes.given.is_empty() {
+        notes.push(format!(
+            "{} held places (association cue, propagation seat) are the recall's, recorded, \
+             not re-run",
+            trace.held.len()
+        ));
+    }
+    let unchanged = with_held(&trace.held, &outcome.response).as_ref() == Some(&trace.response);
     Ok(ReplayOutcome {
         changes: changes.given.clone(),
         exact: rerun.is_empty(),
         rerun,
         notes,
         response: outcome.response,
+        held: trace.held.clone(),
         stages: outcome.stages,
         unchanged,
     })
 }
 
-/// Gives each replayed row that carries an excerpt the trace's block-picked excerpt of the
-/// same row, when the trace has one (see the module doc).
-fn carry_block_excerpts(trace: &RecallTrace, response: &mut RecallResponse) {
-    use crate::recall::stages::excerpt::ExcerptBasis;
-    let saved: BTreeMap<Ref, (String, ExcerptBasis)> = trace.response["messages"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|m| {
-            let basis = match m["excerpt_basis"].as_str()? {
-                "blocks" => ExcerptBasis::Blocks,
-                "bits" => ExcerptBasis::Bits,
-                _ => return None,
-            };
-            let r: Ref = m["ref"].as_str()?.parse().ok()?;
-            Some((r, (m["excerpt"].as_str()?.to_owned(), basis)))
-        })
-        .collect();
-    for message in &mut response.messages {
-        if let (Some(_), Some((text, basis))) = (&message.excerpt, saved.get(&message.r#ref)) {
-            message.excerpt = Some(text.clone());
-            message.excerpt_basis = Some(*basis);
-        }
-    }
+/// The replayed response as the trace saves one: its text-free rows led by the held ones.
+fn with_held(held: &[serde_json::Value], response: &RecallResponse) -> Option<serde_json::Value> {
+    let mut body = crate::trace::without_text(serde_json::to_value(response).ok()?);
+    let rows = body.get_mut("messages")?.as_array_mut()?;
+    let mut all = held.to_vec();
+    all.append(rows);
+    *rows = all;
+    Some(body)
 }

@@ -291,12 +291,15 @@ pub struct PoolRow {
     pub confidence_input: Option<ConfidenceInput>,
 }
 
-/// A hydrated row's fields.
+/// What a replay needs of a hydrated row, never its text: the length of the content the
+/// agent sees (the preview tier and the full-content budget cut by length), the source's
+/// identity (`type`, `id`, `name`: cue propagation follows shared sources), the timestamp as
+/// stored and `msg_id`. The text itself is fetched with `get_contents`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PoolContent {
-    /// Content as the agent sees it.
-    pub content: String,
-    /// `source`.
+    /// Characters of the content as the agent sees it (`[Episode] ` prefix included).
+    pub chars: usize,
+    /// `source`'s `type`, `id` and `name`.
     pub source: Option<serde_json::Value>,
     /// Timestamp as stored.
     pub timestamp: Option<String>,
@@ -354,8 +357,13 @@ pub struct RecallTrace {
     /// The time cue as given, its clock and the scope's span (absent without a cue).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cue_request: Option<super::TraceCueRequest>,
-    /// The response body the engine returned (before any server filter).
+    /// The response body the engine returned (before any server filter), without the rows'
+    /// text (`content`, `excerpt`; see [`super::without_text`]).
     pub response: serde_json::Value,
+    /// The rows held after the window (association cue, propagation seat) as returned,
+    /// without text, leading the response: recorded, not re-run, by a replay.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub held: Vec<serde_json::Value>,
 }
 
 /// Serde for [`Ref`] as `mem:<id>` / `ep:<id>`.

@@ -403,3 +403,68 @@ fn propagation_seat_adds_one_marked_row_only_when_on() {
     let held: Vec<_> = base.messages.iter().map(|m| m.r#ref).collect();
     assert!(!held.contains(&seated.messages[0].r#ref));
 }
+
+#[test]
+fn a_traced_recall_shows_its_held_places_and_replays_them() {
+    let f = fixture_with(true, true);
+    let alice = store(&f, "a", "Alice moved to Lisbon last spring");
+    for i in 0..12 {
+        store(&f, "a", &format!("weather note {i} about harbor lanterns"));
+    }
+    let mut req = declare("a");
+    req.entities = vec![entity("Alice", &[])];
+    req.anchor_ref = format!("mem:{alice}");
+    f.engine.declare_associations(&req).unwrap();
+    let q = RecallQuery {
+        agent_id: "a".into(),
+        query: "weather harbor lanterns alice".into(),
+        limit: 2,
+        trace: true,
+        ..RecallQuery::default()
+    };
+    let r = f.engine.recall(&q).unwrap();
+    let signals: Vec<String> = serde_json::to_value(&r.response).unwrap()["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["match_reason"]["signal"].as_str().unwrap().to_owned())
+        .collect();
+    assert!(signals.contains(&"association".to_owned()), "{signals:?}");
+    assert!(signals.contains(&"propagation".to_owned()), "{signals:?}");
+    let trace = r.trace().unwrap();
+    // Every returned row is in the trace's response, the held ones also in `held`, and each
+    // held row's facts are in the pool (so it is accounted for, not a row from nowhere).
+    let returned: Vec<String> = r
+        .response
+        .messages
+        .iter()
+        .map(|m| m.r#ref.to_string())
+        .collect();
+    let saved: Vec<String> = trace.response["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["ref"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(saved, returned);
+    let held: Vec<&str> = trace
+        .held
+        .iter()
+        .map(|m| m["ref"].as_str().unwrap())
+        .collect();
+    let seats = signals
+        .iter()
+        .filter(|s| *s == "association" || *s == "propagation")
+        .count();
+    assert_eq!(held.len(), seats);
+    for r in &held {
+        assert!(
+            trace.pool.iter().any(|p| p.r#ref.to_string() == *r),
+            "{r} not in the pool"
+        );
+        assert!(returned.contains(&(*r).to_owned()));
+    }
+    let out = cpersona_engine::replay::replay(&trace, &Default::default()).unwrap();
+    assert!(out.unchanged && out.exact, "{out:?}");
+    assert_eq!(out.refs_best_first().len(), returned.len());
+}

@@ -65,8 +65,10 @@ fn saved(result: &RecallResult) -> RecallTrace {
     RecallTrace::from_json(&text).unwrap()
 }
 
+/// A response as the trace saves it: without the rows' text.
 fn body(result_response: &impl serde::Serialize) -> String {
-    serde_json::to_string(result_response).unwrap()
+    let value = serde_json::to_value(result_response).unwrap();
+    cpersona_engine::trace::without_text(value).to_string()
 }
 
 fn set(pairs: &[&str]) -> ReplayChanges {
@@ -122,6 +124,17 @@ fn a_trace_without_trace_is_none_and_holds_no_embedding() {
     );
     assert_eq!(trace.counts.pool, trace.fusion.len());
     assert_eq!(trace.config.hash, trace.config.compute_hash());
+    // No stored text travels in the trace: not in the pool, not in the saved response.
+    let text = json.to_string();
+    let result = f.engine.recall(&query("apple river", 10)).unwrap();
+    for message in &result.response.messages {
+        assert!(message.content.len() > 8);
+        assert!(
+            !text.contains(&message.content),
+            "{} leaked into the trace",
+            message.r#ref
+        );
+    }
     assert_eq!(trace.scope.agent_id, "a");
 }
 

@@ -11,9 +11,9 @@ use std::path::PathBuf;
 use anyhow::Context;
 use cpersona_engine::TimeCue;
 use cpersona_engine::recall::Period;
-use cpersona_engine::recall::RecallResponse;
+
 use cpersona_engine::refs::Ref;
-use cpersona_engine::replay::{ReplayChanges, replay};
+use cpersona_engine::replay::{ReplayChanges, ReplayOutcome, replay};
 use cpersona_engine::taxonomy::{EnvelopeFetch, LoopInputs, attribute_with};
 use cpersona_engine::trace::RecallTrace;
 use serde_json::{Value, json};
@@ -53,13 +53,20 @@ fn rows(messages: impl DoubleEndedIterator<Item = (String, Value)>) -> Vec<Value
         .collect()
 }
 
-fn response_rows(response: &RecallResponse) -> Vec<Value> {
-    rows(
-        response
-            .messages
-            .iter()
-            .map(|m| (m.r#ref.to_string(), json!(m.score))),
-    )
+/// The replayed rows: the recorded held places, then the replayed window.
+fn response_rows(out: &ReplayOutcome) -> Vec<Value> {
+    let held = out.held.iter().map(|m| {
+        (
+            m["ref"].as_str().unwrap_or_default().to_owned(),
+            m["score"].clone(),
+        )
+    });
+    let window = out
+        .response
+        .messages
+        .iter()
+        .map(|m| (m.r#ref.to_string(), json!(m.score)));
+    rows(held.chain(window))
 }
 
 fn trace_rows(trace: &RecallTrace) -> Vec<Value> {
@@ -114,7 +121,7 @@ pub(crate) fn run(config: &Config, args: ReplayArgs) -> Result<(), RunError> {
         "notes": out.notes,
         "unchanged": out.unchanged,
         "before": trace_rows(&trace),
-        "after": response_rows(&out.response),
+        "after": response_rows(&out),
     });
     if let Some(expected) = expected {
         let engine = if args.store {

@@ -255,22 +255,44 @@ async fn internal_errors_are_ok_false_with_a_message() {
 async fn session_tools_and_defaults_reach_the_backend() {
     let s = connect().await;
     call(&s, "pause_persistence", json!({})).await;
-    call(&s, "pause_persistence", json!({"ttl_seconds": 60, "session_key": "s1"})).await;
+    call(
+        &s,
+        "pause_persistence",
+        json!({"ttl_seconds": 60, "session_key": "s1"}),
+    )
+    .await;
     call(&s, "persistence_status", json!({"session_key": "s2"})).await;
     call(&s, "resume_persistence", json!({})).await;
-    call(&s, "check_health", json!({"fix": true, "checks": ["integrity"]})).await;
+    call(
+        &s,
+        "check_health",
+        json!({"fix": true, "checks": ["integrity"]}),
+    )
+    .await;
     call(&s, "check_health", json!({})).await;
     let received = s.backend.received.lock().unwrap().clone();
     assert_eq!(
         received,
         vec![
             // The MCP layer's defaults: CPersona's 1800 s ttl, the process bucket.
-            ("pause_persistence", json!({"ttl_seconds": 1800, "session_key": ""})),
-            ("pause_persistence", json!({"ttl_seconds": 60, "session_key": "s1"})),
+            (
+                "pause_persistence",
+                json!({"ttl_seconds": 1800, "session_key": ""})
+            ),
+            (
+                "pause_persistence",
+                json!({"ttl_seconds": 60, "session_key": "s1"})
+            ),
             ("persistence_status", json!({"session_key": "s2"})),
             ("resume_persistence", json!({"session_key": ""})),
-            ("check_health", json!({"agent_id": "", "fix": true, "checks": ["integrity"]})),
-            ("check_health", json!({"agent_id": "", "fix": false, "checks": []})),
+            (
+                "check_health",
+                json!({"agent_id": "", "fix": true, "checks": ["integrity"]})
+            ),
+            (
+                "check_health",
+                json!({"agent_id": "", "fix": false, "checks": []})
+            ),
         ]
     );
 }

@@ -39,7 +39,28 @@ fn recall_trace_out_then_replay_changes_and_attributes() {
         tool["trace"]["format"], "cpersona-rs.recall-trace",
         "{tool}"
     );
-    assert_eq!(tool["trace"]["response"]["messages"], tool["messages"]);
+    // The trace carries the rows' refs, scores and reasons, never their text.
+    let refs = |rows: &Value| -> Vec<Value> {
+        rows.as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["ref"].clone())
+            .collect()
+    };
+    assert_eq!(
+        refs(&tool["trace"]["response"]["messages"]),
+        refs(&tool["messages"])
+    );
+    for (saved, sent) in tool["trace"]["response"]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(tool["messages"].as_array().unwrap())
+    {
+        assert_eq!(saved["match_reason"], sent["match_reason"]);
+        assert!(saved.get("content").is_none(), "{saved}");
+        assert!(sent["content"].as_str().is_some_and(|c| !c.is_empty()));
+    }
 
     // The tool's trace replays offline to the response it came with.
     let tool_trace = dir.path().join("tool.json");

@@ -206,7 +206,7 @@ fn with_rows(trace: &RecallTrace, refs: impl Iterator<Item = Ref>) -> RecallTrac
             out.pool.push(PoolRow {
                 r#ref: r,
                 row: Some(PoolContent {
-                    content: String::new(),
+                    chars: 0,
                     source: None,
                     timestamp: None,
                     msg_id: None,
