@@ -8,6 +8,7 @@ use serde_json::Value;
 
 use crate::config::EngineConfig;
 use crate::error::{Error, Result};
+use crate::paging::{PREVIEW_CHARS, cut, fit_budget, read_page};
 use crate::scope::Scope;
 use crate::store::Store;
 use crate::store::pauses::NoPersist;
@@ -18,8 +19,6 @@ use crate::time::{format_ms, now_ms, parse_iso8601_ms};
 pub(crate) const LIST_EPISODES_MAX_LIMIT: usize = 200;
 /// `list_episodes`' character budget over summary + keywords (CPersona's 800,000).
 pub(crate) const LIST_EPISODES_MAX_CHARS: usize = 800_000;
-/// Preview length a row past the budget degrades to (CPersona's recall preview, 500).
-pub(crate) const PREVIEW_CHARS: usize = 500;
 
 /// `archive_episode`'s arguments.
 #[derive(Clone, Debug, Default)]
@@ -290,17 +289,14 @@ pub(crate) fn list_episodes(
     let limit = req.limit.min(LIST_EPISODES_MAX_LIMIT);
     let agent = (!req.agent_id.is_empty()).then_some(req.agent_id.as_str());
     let scope = Scope::read(agent, req.project_id.as_deref(), None);
-    let (pred, mut values) = scope.predicate("");
-    values.push(rusqlite::types::Value::Integer(limit as i64 + 1));
-    values.push(rusqlite::types::Value::Integer(req.offset as i64));
+    let (pred, values) = scope.predicate("");
     let sql = format!(
         "SELECT id, agent_id, project_id, channel, summary, keywords, start_time, end_time, \
          resolved, created_at_ms FROM episodes WHERE {pred} \
          ORDER BY created_at_ms DESC, id DESC LIMIT ? OFFSET ?"
     );
-    let mut rows: Vec<EpisodeItem> = store.read(|conn| {
-        let mut stmt = conn.prepare(&sql)?;
-        let rows = stmt.query_map(rusqlite::params_from_iter(values), |row| {
+    let page = store.read(|conn| {
+        read_page(conn, &sql, values, limit, req.offset, |row| {
             Ok(EpisodeItem {
                 id: row.get(0)?,
                 agent_id: row.get(1)?,
@@ -318,48 +314,34 @@ pub(crate) fn list_episodes(
                 keywords_len: None,
                 reference: None,
             })
-        })?;
-        Ok(rows.collect::<rusqlite::Result<_>>()?)
+        })
     })?;
-    let next_offset = (rows.len() > limit).then_some(req.offset + limit);
-    rows.truncate(limit);
-    let mut used = 0usize;
-    let mut degraded = false;
-    for item in &mut rows {
-        let n_summary = item.summary.chars().count();
-        let n_keywords = item.keywords.chars().count();
-        if used + n_summary + n_keywords > LIST_EPISODES_MAX_CHARS {
-            if let Some(prefix) = cut(&item.summary, PREVIEW_CHARS) {
-                item.summary = prefix;
-                item.summary_truncated = Some(true);
-                item.summary_len = Some(n_summary);
-                degraded = true;
-            }
-            if let Some(prefix) = cut(&item.keywords, PREVIEW_CHARS) {
-                item.keywords = prefix;
-                item.keywords_truncated = Some(true);
-                item.keywords_len = Some(n_keywords);
-                degraded = true;
-            }
-            if item.summary_truncated.is_some() || item.keywords_truncated.is_some() {
-                item.reference = Some(format!("ep:{}", item.id));
-            }
+    let (mut rows, next_offset) = (page.rows, page.next_offset);
+    let chars = |item: &EpisodeItem| item.summary.chars().count() + item.keywords.chars().count();
+    let degraded = fit_budget(&mut rows, LIST_EPISODES_MAX_CHARS, chars, |item| {
+        let (n_summary, n_keywords) = (item.summary.chars().count(), item.keywords.chars().count());
+        if let Some(prefix) = cut(&item.summary, PREVIEW_CHARS) {
+            item.summary = prefix;
+            item.summary_truncated = Some(true);
+            item.summary_len = Some(n_summary);
         }
-        used += item.summary.chars().count() + item.keywords.chars().count();
-    }
+        if let Some(prefix) = cut(&item.keywords, PREVIEW_CHARS) {
+            item.keywords = prefix;
+            item.keywords_truncated = Some(true);
+            item.keywords_len = Some(n_keywords);
+        }
+        let cut_any = item.summary_truncated.is_some() || item.keywords_truncated.is_some();
+        if cut_any {
+            item.reference = Some(format!("ep:{}", item.id));
+        }
+        cut_any
+    });
     Ok(ListEpisodesOutcome {
         count: rows.len(),
         episodes: rows,
         budget_chars: degraded.then_some(LIST_EPISODES_MAX_CHARS),
         next_offset,
     })
-}
-
-/// The first `max_chars` characters of `text`, or `None` when it is not longer.
-pub(crate) fn cut(text: &str, max_chars: usize) -> Option<String> {
-    text.char_indices()
-        .nth(max_chars)
-        .map(|(at, _)| text[..at].to_owned())
 }
 
 /// Earliest and latest history timestamps by instant, each as (caller text, UTC ms).

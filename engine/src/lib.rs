@@ -39,6 +39,7 @@ pub mod associations;
 pub mod derived;
 mod episodes;
 mod memories;
+mod paging;
 mod portability;
 mod profiles;
 pub mod recall;

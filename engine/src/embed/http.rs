@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::remote::{HealthTracker, Transport, parse_vector, redact};
+use super::remote::{HealthTracker, Transport, embed_in_batches, parse_vector, redact};
 use super::{EmbedError, EmbedHealth, Embedder, EmbedderIdentity, RemoteOptions, TokenInfo};
 
 /// Window assumed when neither the configuration nor `/capabilities` gives one.
@@ -169,14 +169,9 @@ impl Embedder for HttpEmbedder {
     }
 
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
-        let mut out = Vec::with_capacity(texts.len());
-        for chunk in texts.chunks(self.transport.options().max_batch) {
-            let vectors = self
-                .health
-                .observe(self.request(chunk, Some(self.identity.dim)))?;
-            out.extend(vectors);
-        }
-        Ok(out)
+        embed_in_batches(&self.transport, &self.health, texts, |chunk| {
+            self.request(chunk, Some(self.identity.dim))
+        })
     }
 
     fn count_tokens(&self, texts: &[&str]) -> Result<Option<Vec<TokenInfo>>, EmbedError> {

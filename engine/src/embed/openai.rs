@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use super::remote::{HealthTracker, Transport, parse_vector, redact};
+use super::remote::{HealthTracker, Transport, embed_in_batches, parse_vector, redact};
 use super::{EmbedError, EmbedHealth, Embedder, EmbedderIdentity, RemoteOptions};
 
 /// A client of an OpenAI-compatible embeddings endpoint.
@@ -104,14 +104,9 @@ impl Embedder for OpenAiEmbedder {
     }
 
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
-        let mut out = Vec::with_capacity(texts.len());
-        for chunk in texts.chunks(self.transport.options().max_batch) {
-            let vectors = self
-                .health
-                .observe(self.request(chunk, Some(self.identity.dim)))?;
-            out.extend(vectors);
-        }
-        Ok(out)
+        embed_in_batches(&self.transport, &self.health, texts, |chunk| {
+            self.request(chunk, Some(self.identity.dim))
+        })
     }
 
     fn health(&self) -> EmbedHealth {

@@ -251,3 +251,18 @@ impl HealthTracker {
         }
     }
 }
+
+/// Embeds `texts` in batches of the transport's `max_batch`, each batch through `request`
+/// and observed by `health`: the embed loop both remote embedders share.
+pub(crate) fn embed_in_batches(
+    transport: &Transport,
+    health: &HealthTracker,
+    texts: &[&str],
+    mut request: impl FnMut(&[&str]) -> Result<Vec<Vec<f32>>, EmbedError>,
+) -> Result<Vec<Vec<f32>>, EmbedError> {
+    let mut out = Vec::with_capacity(texts.len());
+    for chunk in texts.chunks(transport.options().max_batch) {
+        out.extend(health.observe(request(chunk))?);
+    }
+    Ok(out)
+}

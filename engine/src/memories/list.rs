@@ -4,8 +4,8 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::episodes::{PREVIEW_CHARS, cut};
 use crate::error::Result;
+use crate::paging::{PREVIEW_CHARS, cut, fit_budget, read_page};
 use crate::scope::Scope;
 use crate::store::Store;
 use crate::time::format_ms;
@@ -94,16 +94,13 @@ pub(crate) fn list_memories(
     let limit = req.limit.min(LIST_MEMORIES_MAX_LIMIT);
     let agent = (!req.agent_id.is_empty()).then_some(req.agent_id.as_str());
     let scope = Scope::read(agent, req.project_id.as_deref(), None);
-    let (pred, mut values) = scope.predicate("");
-    values.push(rusqlite::types::Value::Integer(limit as i64 + 1));
-    values.push(rusqlite::types::Value::Integer(req.offset as i64));
+    let (pred, values) = scope.predicate("");
     let sql = format!(
         "SELECT id, agent_id, project_id, content, source, timestamp, created_at_ms, locked, \
          channel FROM memories WHERE {pred} ORDER BY created_at_ms DESC, id DESC LIMIT ? OFFSET ?"
     );
-    let mut rows: Vec<MemoryItem> = store.read(|conn| {
-        let mut stmt = conn.prepare(&sql)?;
-        let rows = stmt.query_map(rusqlite::params_from_iter(values), |row| {
+    let page = store.read(|conn| {
+        read_page(conn, &sql, values, limit, req.offset, |row| {
             let source: String = row.get(4)?;
             Ok(MemoryItem {
                 id: row.get(0)?,
@@ -119,26 +116,21 @@ pub(crate) fn list_memories(
                 content_len: None,
                 reference: None,
             })
-        })?;
-        Ok(rows.collect::<rusqlite::Result<_>>()?)
+        })
     })?;
-    let next_offset = (rows.len() > limit).then_some(req.offset + limit);
-    rows.truncate(limit);
-    let mut used = 0usize;
-    let mut degraded = false;
-    for item in &mut rows {
+    let (mut rows, next_offset) = (page.rows, page.next_offset);
+    let chars = |item: &MemoryItem| item.content.chars().count();
+    let degraded = fit_budget(&mut rows, LIST_MEMORIES_MAX_CHARS, chars, |item| {
         let n_chars = item.content.chars().count();
-        if used + n_chars > LIST_MEMORIES_MAX_CHARS
-            && let Some(prefix) = cut(&item.content, PREVIEW_CHARS)
-        {
-            item.content = prefix;
-            item.content_truncated = Some(true);
-            item.content_len = Some(n_chars);
-            item.reference = Some(format!("mem:{}", item.id));
-            degraded = true;
-        }
-        used += item.content.chars().count();
-    }
+        let Some(prefix) = cut(&item.content, PREVIEW_CHARS) else {
+            return false;
+        };
+        item.content = prefix;
+        item.content_truncated = Some(true);
+        item.content_len = Some(n_chars);
+        item.reference = Some(format!("mem:{}", item.id));
+        true
+    });
     Ok(ListMemoriesOutcome {
         count: rows.len(),
         memories: rows,

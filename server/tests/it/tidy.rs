@@ -296,9 +296,13 @@ fn engine_layer(module: &ModPath) -> (u8, &'static str) {
     let second = module.get(1).map(String::as_str);
     match (first, second) {
         (None, _) => (5, "lib.rs"),
-        (Some("error" | "refs" | "text" | "time" | "source" | "vector" | "scope" | "embed"), _) => {
-            (0, "base")
-        }
+        (
+            Some(
+                "error" | "refs" | "text" | "time" | "source" | "vector" | "scope" | "embed"
+                | "paging",
+            ),
+            _,
+        ) => (0, "base"),
         (Some("recall" | "reconstruct"), Some("stages")) => (1, "pure stages"),
         (Some("derived"), Some("nodes" | "blocks")) => (1, "pure stages"),
         (Some("config"), _) => (2, "config"),

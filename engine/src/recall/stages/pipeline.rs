@@ -295,15 +295,7 @@ fn apply_cue<E>(
         .iter()
         .map(|r| plan.rows.get(r).copied().unwrap_or_default())
         .collect();
-    let scores: Vec<f64> = kept.iter().map(|k| k.candidate.score).collect();
-    let order = prior::apply(&plan.prior, &rows, &scores);
-    let moved = order
-        .iter()
-        .enumerate()
-        .filter(|(new, old)| new < old)
-        .count();
-    let mut slots: Vec<Option<ShapeInput>> = kept.drain(..).map(Some).collect();
-    kept.extend(order.into_iter().filter_map(|old| slots[old].take()));
+    let moved = prior::reorder(&plan.prior, &rows, kept, |k| k.candidate.score);
 
     let refused: Vec<Ref> = gate_report
         .decisions

@@ -298,3 +298,24 @@ pub fn apply(prior: &Prior, rows: &[PriorRow], scores: &[f64]) -> Vec<usize> {
     }
     order
 }
+
+/// Re-orders `items` (best first) by `prior` over their `rows` and `score`s, a permutation
+/// (never a membership change); returns how many items moved up. The one place both priors
+/// (recency on free recall, the time cue) apply their order.
+pub fn reorder<T>(
+    prior: &Prior,
+    rows: &[PriorRow],
+    items: &mut Vec<T>,
+    score: impl Fn(&T) -> f64,
+) -> usize {
+    let scores: Vec<f64> = items.iter().map(&score).collect();
+    let order = apply(prior, rows, &scores);
+    let moved = order
+        .iter()
+        .enumerate()
+        .filter(|(new, old)| new < old)
+        .count();
+    let mut slots: Vec<Option<T>> = items.drain(..).map(Some).collect();
+    items.extend(order.into_iter().filter_map(|old| slots[old].take()));
+    moved
+}

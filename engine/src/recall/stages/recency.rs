@@ -89,16 +89,8 @@ pub(crate) fn apply(config: &RecencyConfig, kept: &mut Vec<ShapeInput>) -> Optio
             ..PriorRow::default()
         })
         .collect();
-    let scores: Vec<f64> = kept.iter().map(|k| k.candidate.score).collect();
     let order_before: Vec<Ref> = kept.iter().map(|k| k.candidate.r#ref).collect();
-    let order = prior::apply(&config.prior(), &rows, &scores);
-    let moved = order
-        .iter()
-        .enumerate()
-        .filter(|(new, old)| new < old)
-        .count();
-    let mut slots: Vec<Option<ShapeInput>> = kept.drain(..).map(Some).collect();
-    kept.extend(order.into_iter().filter_map(|old| slots[old].take()));
+    let moved = prior::reorder(&config.prior(), &rows, kept, |k| k.candidate.score);
     Some(RecencyApplied {
         rate_per_h: config.rate_per_h,
         floor: config.floor,
