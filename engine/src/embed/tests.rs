@@ -9,20 +9,11 @@ use std::path::PathBuf;
 use super::builtin::plan_batches;
 use super::*;
 
-/// `shared/data/minilm-reference/reference_embeddings.json`, found beside the checkout (or a
-/// worktree's parent folders), as CI lays `shared/` beside the clone.
+/// The PyTorch reference vectors, kept in the repository (`engine/tests/data/minilm-reference/`,
+/// a copy of the public reference in `shared/data/`, 0.2 MB) so a plain clone tests itself.
 fn reference_path() -> PathBuf {
-    const REL: &str = "shared/data/minilm-reference/reference_embeddings.json";
     std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .ancestors()
-        .map(|dir| dir.join(REL))
-        .find(|path| path.is_file())
-        .unwrap_or_else(|| {
-            panic!(
-                "no {REL} in any folder above {}",
-                env!("CARGO_MANIFEST_DIR")
-            )
-        })
+        .join("tests/data/minilm-reference/reference_embeddings.json")
 }
 
 /// The all-MiniLM-L6-v2 folder; fails (never skips) with the way to get it.
@@ -49,7 +40,7 @@ fn load_builtin() -> BuiltinEmbedder {
 }
 
 fn reference() -> (Vec<String>, Vec<Vec<f32>>) {
-    let text = std::fs::read_to_string(reference_path()).expect("reference file in shared/data");
+    let text = std::fs::read_to_string(reference_path()).expect("reference file in engine/tests/data");
     let json: serde_json::Value = serde_json::from_str(&text).expect("reference json");
     let texts = json["texts"]
         .as_array()
