@@ -57,7 +57,7 @@ pub struct ArchiveEpisodeOutcome {
     /// The paused shape.
     #[serde(flatten, skip_serializing_if = "Option::is_none")]
     pub no_persist: Option<NoPersist>,
-    /// The overflow nodes and blocks the summary was divided into (see `derived.rs`), as
+    /// The overflow nodes and blocks the summary was divided into (see `derived/`), as
     /// `store` reports them for a memory.
     #[serde(flatten)]
     pub derived: crate::derived::DerivedReport,

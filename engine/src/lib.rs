@@ -4,11 +4,19 @@
 //! # Overview
 //! [`Engine`] owns one SQLite file (the source of truth) and the index generations derived
 //! from it. It is synchronous, speaks no MCP, runs no async runtime and reads no environment
-//! variables: configuration arrives as typed values from the server. Its write methods are
-//! named after CPersona's tools; each takes a plain request struct and returns an outcome
-//! that serialises to the tool's response body.
+//! variables: configuration arrives as typed values from the server. Its methods are named
+//! after CPersona's tools; each takes a plain request struct and returns an outcome that
+//! serialises to the tool's response body.
+//!
+//! # Layers
+//! Imports point down only (`server/tests/it/tidy.rs` measures it): base utilities (`error`,
+//! `refs`, `text`, `time`, `source`, `vector`, `scope`, `embed`, `paging`) → the pure stages
+//! (`recall::stages`, `reconstruct::stages`, `derived::{nodes, blocks}`; no SQLite) →
+//! `config` → `store` (the state every feature reads) → the features (one folder each) →
+//! this facade, whose methods are one line each.
 #![forbid(unsafe_code)]
 
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use cpersona_index::Kernels;
@@ -20,7 +28,6 @@ use crate::refs::Ref;
 use crate::store::Store;
 use crate::trace::RecallTrace;
 use crate::trace::taxonomy::{EnvelopeFetch, RowFacts};
-use std::path::PathBuf;
 
 pub mod config;
 pub mod embed;
@@ -135,23 +142,23 @@ impl Engine {
         &self.store
     }
 
-    // memories/mod.rs
-    /// `store`: writes one memory unless a duplicate is visible (same msg_id in the agent's
+    // Memories: store, update, delete, lock, list.
+    /// `store`: one memory, unless a duplicate is visible (then `skipped`).
     pub fn store(&self, req: &StoreRequest) -> Result<StoreOutcome> {
         memories::store(&self.store, &self.config, req)
     }
 
-    /// `update_memory`: replaces the text of an unlocked memory and re-embeds it (queued when
+    /// `update_memory`: replaces an unlocked memory's text and re-embeds it.
     pub fn update_memory(&self, req: &UpdateMemoryRequest) -> Result<UpdateMemoryOutcome> {
         memories::update_memory(&self.store, &self.config, req)
     }
 
-    /// `delete_memory`: deletes an unlocked memory (its FTS postings, queue entry, nodes,
+    /// `delete_memory`: deletes an unlocked memory and everything derived from it.
     pub fn delete_memory(&self, req: &MemoryIdRequest) -> Result<DeleteMemoryOutcome> {
         memories::delete_memory(&self.store, req)
     }
 
-    /// `lock_memory`: protects a memory from update, delete and merge moves. Not a ranking
+    /// `lock_memory`: protects a memory from update, delete and merge moves.
     pub fn lock_memory(&self, req: &MemoryIdRequest) -> Result<LockMemoryOutcome> {
         memories::lock_memory(&self.store, req)
     }
@@ -161,13 +168,12 @@ impl Engine {
         memories::unlock_memory(&self.store, req)
     }
 
-    // memories/list.rs
     /// `list_memories`.
     pub fn list_memories(&self, req: &ListMemoriesRequest) -> Result<ListMemoriesOutcome> {
         memories::list::list_memories(&self.store, req)
     }
 
-    // episodes.rs
+    // Episodes and profiles.
     /// `archive_episode`: stores the summary (required) and keywords, embeds the summary.
     pub fn archive_episode(&self, req: &ArchiveEpisodeRequest) -> Result<ArchiveEpisodeOutcome> {
         episodes::archive_episode(&self.store, &self.config, req)
@@ -178,23 +184,22 @@ impl Engine {
         episodes::delete_episode(&self.store, req)
     }
 
-    /// `list_episodes`: newest first (`created_at DESC, id DESC`), paged, with CPersona's
+    /// `list_episodes`: newest first, paged, within CPersona's character budget.
     pub fn list_episodes(&self, req: &ListEpisodesRequest) -> Result<ListEpisodesOutcome> {
         episodes::list_episodes(&self.store, req)
     }
 
-    // profiles.rs
     /// `get_profile`.
     pub fn get_profile(&self, agent_id: &str) -> Result<GetProfileOutcome> {
         profiles::get_profile(&self.store, agent_id)
     }
 
-    /// `update_profile`: upsert on `(agent_id, user_id = '')`, capped at
+    /// `update_profile`: one profile per agent, upserted.
     pub fn update_profile(&self, req: &UpdateProfileRequest) -> Result<UpdateProfileOutcome> {
         profiles::update_profile(&self.store, &self.config, req)
     }
 
-    // agent.rs
+    // Purge and the session pause.
     /// `delete_agent_data`.
     pub fn delete_agent_data(
         &self,
@@ -204,7 +209,6 @@ impl Engine {
         agent::delete_agent_data(&self.store, agent_id, session_key)
     }
 
-    // store/pauses.rs
     /// `pause_persistence`: `ttl_seconds` `None` = 1800; clamped to 1..=86400.
     pub fn pause_persistence(&self, ttl_seconds: Option<u64>, session_key: &str) -> PauseOutcome {
         self.store.pause_persistence(ttl_seconds, session_key)
@@ -220,13 +224,13 @@ impl Engine {
         self.store.persistence_status(session_key)
     }
 
-    // recall/mod.rs
-    /// `recall`: embeds the query, runs the vector and lexical arms in the caller's scope,
+    // Recall, its calibration and its arms one at a time.
+    /// `recall`: the hybrid recall of `q` in the caller's scope, credited to its rows.
     pub fn recall(&self, q: &RecallQuery) -> Result<RecallResult> {
         recall::recall(&self.store, &self.config, q)
     }
 
-    /// `get_contents`: full text (or a span) of each ref, read within the caller's scope; a
+    /// `get_contents`: the full text (or a span) of each ref within the caller's scope.
     pub fn get_contents(
         &self,
         agent_id: &str,
@@ -237,13 +241,11 @@ impl Engine {
         recall::get_contents(&self.store, agent_id, project_id, channel, refs)
     }
 
-    // recall/calibration.rs
-    /// Calibrates the gate for `agent_id` from its stored vectors (newest
+    /// `calibrate_threshold`: fits and stores the gate's threshold for `agent_id`.
     pub fn calibrate_threshold(&self, agent_id: &str) -> Result<CalibrationOutcome> {
         recall::calibration::calibrate_threshold(&self.store, &self.config, agent_id)
     }
 
-    // recall/precision.rs
     /// The agent's own β, if one is set.
     pub fn recall_beta(&self, agent_id: &str) -> Result<Option<f64>> {
         recall::calibration::recall_beta(&self.store, agent_id)
@@ -254,7 +256,7 @@ impl Engine {
         recall::calibration::effective_recall_beta(&self.store, &self.config, agent_id)
     }
 
-    /// Sets (`Some`) or clears (`None`) the agent's β, then recalibrates the agent with it.
+    /// `set_recall_precision`: sets or clears the agent's β and recalibrates with it.
     pub fn set_recall_precision(
         &self,
         agent_id: &str,
@@ -263,8 +265,7 @@ impl Engine {
         recall::calibration::set_recall_precision(&self.store, &self.config, agent_id, beta)
     }
 
-    // recall/arms/probe.rs
-    /// The vector arm alone (generation plus live tail, near and far lists) for `vector`, in
+    /// The vector arm alone, for the per-stage bench and tests.
     pub fn vector_arm(
         &self,
         agent_id: &str,
@@ -282,7 +283,7 @@ impl Engine {
         )
     }
 
-    /// The lexical arms alone (FTS5 over episodes and memories, the keyword pass when the
+    /// The lexical arms alone, for the per-stage bench and tests.
     pub fn lexical_arm(
         &self,
         agent_id: &str,
@@ -294,7 +295,7 @@ impl Engine {
         recall::arms::probe::lexical_arm(&self.store, agent_id, project_id, query, depth, cap)
     }
 
-    /// The keyword (LIKE) pass alone, as the memories arm's fallback runs it; `None` when
+    /// The keyword (LIKE) pass alone; `None` when the query has no keyword.
     pub fn keyword_arm(
         &self,
         agent_id: &str,
@@ -305,67 +306,60 @@ impl Engine {
         recall::arms::probe::keyword_arm(&self.store, agent_id, project_id, query, depth)
     }
 
-    // reconstruct/mod.rs
-    /// `reconstruct`: recall's candidates bundled into items with provenance, quoted
+    // Reconstruct and declared associations.
+    /// `reconstruct`: recall's candidates as quoted items with provenance, in budget.
     pub fn reconstruct(&self, req: &ReconstructRequest) -> Result<ReconstructResult> {
         reconstruct::reconstruct(&self.store, &self.config, req)
     }
 
-    // associations/mod.rs
-    /// `declare_associations`: declares entities (with aliases), mentions of them by
+    /// `declare_associations`: entities, aliases, mentions and relations of one agent.
     pub fn declare_associations(&self, req: &DeclareRequest) -> Result<DeclareOutcome> {
         associations::declare_associations(&self.store, &self.config, req)
     }
 
-    // associations/traverse.rs
-    /// `traverse`: resolves `entity` in the caller's scope, walks entity–entity relations
+    /// `traverse`: a bounded walk over declared relations from one entity.
     pub fn traverse(&self, req: &TraverseRequest) -> Result<TraverseOutcome> {
         associations::traverse::traverse(&self.store, &self.config, req)
     }
 
-    // portability/export.rs
+    // Export, import, merge.
     /// `export_memories`.
     pub fn export_memories(&self, req: &ExportRequest) -> Result<ExportOutcome> {
         portability::export::export_memories(&self.store, &self.config, req)
     }
 
-    // portability/import.rs
     /// `import_memories`.
     pub fn import_memories(&self, req: &ImportRequest) -> Result<ImportOutcome> {
         portability::import::import_memories(&self.store, &self.config, req)
     }
 
-    // portability/merge.rs
     /// `merge_memories`.
     pub fn merge_memories(&self, req: &MergeRequest) -> Result<MergeOutcome> {
         portability::merge::merge_memories(&self.store, req)
     }
 
-    // derived/mod.rs
-    /// Divides and embeds again up to `max_records` records whose node or block vectors are
+    // Derived rows, the embedding queue, the index generations, the store.
+    /// Embeds again up to `max_records` records whose node or block vectors are owed.
     pub fn fill_derived(&self, max_records: usize) -> Result<usize> {
         derived::fill_derived(&self.store, max_records)
     }
 
-    /// The stored blocks of record `r` (offsets and vectors), in index order; empty when it
+    /// The stored blocks of record `r` (offsets and vectors), in index order.
     pub fn stored_blocks(&self, r: Ref) -> Result<Vec<StoredBlock>> {
         derived::stored_blocks(&self.store, r)
     }
 
-    // store/queue.rs
     /// `get_queue_status`.
     pub fn get_queue_status(&self) -> Result<QueueStatus> {
         self.store.get_queue_status()
     }
 
-    /// Embeds up to `max_rows` queued rows, then owed node and block vectors; the server
-    /// calls it periodically.
+    /// Embeds up to `max_rows` queued rows, then owed node and block vectors.
     pub fn drain_embedding_queue(&self, max_rows: usize) -> Result<DrainOutcome> {
         derived::drain_embedding_queue(&self.store, max_rows, false)
     }
 
-    /// Like [`Engine::drain_embedding_queue`], retrying rows inside their retry delay or out
-    /// of attempts (an operator's explicit "embed now").
+    /// [`Engine::drain_embedding_queue`], retrying delayed and exhausted rows too.
     pub fn drain_embedding_queue_now(&self, max_rows: usize) -> Result<DrainOutcome> {
         derived::drain_embedding_queue(&self.store, max_rows, true)
     }
@@ -375,13 +369,12 @@ impl Engine {
         self.store.store_stats(agent_id)
     }
 
-    // store/generations/mod.rs
     /// The generation file of `table`: `<db_path>.<table>.gen`.
     pub fn generation_path(&self, table: IndexTable) -> PathBuf {
         self.store.generation_path(table)
     }
 
-    /// Builds a generation of `table` from every row with a vector of the store's model,
+    /// Builds and publishes a new generation of `table`.
     pub fn rebuild_index(
         &self,
         table: IndexTable,
@@ -395,14 +388,13 @@ impl Engine {
         self.store.index_status()
     }
 
-    // store/mod.rs
     /// The highest change-log sequence number: "rows changed since seq S" reads `seq > S`.
     pub fn change_log_head(&self) -> Result<i64> {
         self.store.change_log_head()
     }
 
-    // trace/taxonomy/mod.rs
-    /// What the store holds about `r` for a caller in (`agent_id`, `project_id`, `channel`).
+    // The failure taxonomy's reads.
+    /// What the store holds about `r` for a caller in that scope (the taxonomy's facts).
     pub fn row_facts(
         &self,
         agent_id: &str,
@@ -413,8 +405,7 @@ impl Engine {
         trace::taxonomy::row_facts(&self.store, agent_id, project_id, channel, r)
     }
 
-    // trace/taxonomy/loop_codes.rs
-    /// Re-runs the loop's envelope fetch for `period` in the trace's scope, scored against
+    /// Re-runs the loop's envelope fetch for `period` in the trace's scope.
     pub fn refetch_envelope(&self, trace: &RecallTrace, period: Period) -> Result<EnvelopeFetch> {
         trace::taxonomy::loop_codes::refetch_envelope(&self.store, &self.config, trace, period)
     }

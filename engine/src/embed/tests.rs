@@ -40,7 +40,8 @@ fn load_builtin() -> BuiltinEmbedder {
 }
 
 fn reference() -> (Vec<String>, Vec<Vec<f32>>) {
-    let text = std::fs::read_to_string(reference_path()).expect("reference file in engine/tests/data");
+    let text =
+        std::fs::read_to_string(reference_path()).expect("reference file in engine/tests/data");
     let json: serde_json::Value = serde_json::from_str(&text).expect("reference json");
     let texts = json["texts"]
         .as_array()

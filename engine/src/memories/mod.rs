@@ -111,7 +111,7 @@ pub struct StoreOutcome {
     /// See `persisted`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dry_run: Option<bool>,
-    /// The overflow nodes and blocks the text was divided into (see `derived.rs`).
+    /// The overflow nodes and blocks the text was divided into (see `derived/`).
     #[serde(flatten)]
     pub derived: crate::derived::DerivedReport,
 }

@@ -57,7 +57,7 @@ pub struct RecallQuery {
     /// `None` = the configured one. Held within the configured floor and maximum.
     pub depth: Option<usize>,
     /// The caller's session (CPersona's `session_key`): a paused session gives no recall
-    /// credit (`recall_credit.rs`).
+    /// credit (`recall/credit.rs`).
     pub session_key: String,
 }
 

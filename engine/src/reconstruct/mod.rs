@@ -4,7 +4,7 @@
 //!
 //! The candidate recall gets the caller's `time_cue` (a prior and held places, never a filter:
 //! recall's own contract) and `source_id` (recall's prefix filter), so both act exactly as in
-//! `recall`. A `mode` (reference §4.2 step 11, `reconstruct_mode.rs`) sets its window and
+//! `recall`. A `mode` (reference §4.2 step 11, `reconstruct/mode.rs`) sets its window and
 //! default budget, skips the relation walk and, without `trace`, returns the shortened shape
 //! (`reconstruct/compact.rs`) fitted to its cap on `cl100k_base` tokens of the JSON the
 //! server returns ([`ReconstructResult::wire_body`], the one body both count and send).

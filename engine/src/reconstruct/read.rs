@@ -198,7 +198,7 @@ pub(crate) fn read_graph(conn: &Connection, scope: &Scope) -> Result<(EntityGrap
     Ok((graph, cut))
 }
 
-/// Pro's keyword then depth places (`reconstruct_places.rs`): rows of `deeper` (the same
+/// Pro's keyword then depth places (`reconstruct/stages/places.rs`): rows of `deeper` (the same
 /// recall at depth 100, with its stages) outside the pool, read within `scope`, marked held.
 pub(crate) fn pro_place_rows(
     conn: &Connection,
@@ -224,7 +224,7 @@ pub(crate) fn pro_place_rows(
             Ok(out)
         };
     // Keyword places: rows only a lexical arm ranked, in fused order (module doc of
-    // `reconstruct_places.rs`: passed or refused).
+    // `reconstruct/stages/places.rs`: passed or refused).
     let mut lexical = deeper
         .stages
         .iter()

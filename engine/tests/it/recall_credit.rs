@@ -1,4 +1,4 @@
-//! The recall-count bump (`recall_credit.rs`, CPersona 2.5 §5.8): each memory a recall
+//! The recall-count bump (`recall/credit.rs`, CPersona 2.5 §5.8): each memory a recall
 //! returns gets `recall_count + 1` and `last_recalled_at_ms = now`; paused, deep and
 //! confidence-off recalls give none; another agent's rows and the change log never move.
 

@@ -5,7 +5,7 @@
 //! The stages are pure and never touch SQLite: [`window`] resolves the count, [`bundle`]
 //! clusters candidates and walks declared relations, [`items`] structures and quotes each
 //! item, [`budget`] resolves the payload budget and allocates quoted text as one fixed
-//! sequence. `Engine::reconstruct` (`reconstruct_engine.rs`) reads the rows and chains them.
+//! sequence. `Engine::reconstruct` (`reconstruct/mod.rs`) reads the rows and chains them.
 //!
 //! Must never: compose text (content is a quotation of stored text), let the count move the
 //! candidate pool, fill a short window with duplicates, or let the budget reorder anything.

@@ -43,7 +43,7 @@ pub enum IndexTable {
     /// `episodes`.
     Episodes,
     /// `record_blocks`: one row per block with int8 codes of the store's model; row ids
-    /// encode `(kind, parent, block)` (see `block_index.rs`). Not searched by recall, so not
+    /// encode `(kind, parent, block)` (see `store/generations/blocks.rs`). Not searched by recall, so not
     /// in [`IndexTable::ALL`].
     Blocks,
 }
