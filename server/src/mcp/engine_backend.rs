@@ -14,7 +14,7 @@ use cpersona_engine::{
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
-use crate::config::{Precision, RecallSettings};
+use crate::config::{Precision, RecallSettings, UnhonouredSetting};
 use crate::mcp::backend::{ToolBackend, ToolError, ToolResult};
 use crate::mcp::{engine_associations, engine_recall, engine_reconstruct, wire};
 use cpersona_engine::precision_label;
@@ -24,6 +24,8 @@ pub struct EngineBackend {
     engine: Arc<Engine>,
     embedder: Arc<dyn Embedder>,
     recall: RecallSettings,
+    /// Set `CPERSONA_*` variables without effect here, for `check_health`.
+    unhonoured: Vec<UnhonouredSetting>,
 }
 
 impl EngineBackend {
@@ -38,7 +40,20 @@ impl EngineBackend {
             engine,
             embedder,
             recall,
+            unhonoured: Vec::new(),
         }
+    }
+
+    /// The backend with the start-up list of set but unhonoured settings, which
+    /// `check_health` reports.
+    pub fn with_unhonoured_settings(mut self, list: Vec<UnhonouredSetting>) -> EngineBackend {
+        self.unhonoured = list;
+        self
+    }
+
+    /// The set but unhonoured settings.
+    pub(crate) fn unhonoured_settings(&self) -> &[UnhonouredSetting] {
+        &self.unhonoured
     }
 
     /// The engine this backend serves.
