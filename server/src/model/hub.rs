@@ -146,5 +146,5 @@ fn download(
         );
     }
     let mut body = response.into_body().into_reader();
-    write_checked(&mut body, target, pin, progress).with_context(|| format!("from {url}"))
+    write_checked(&mut body, target, pin, progress).with_context(|| format!("downloading {url}"))
 }

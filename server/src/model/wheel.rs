@@ -157,7 +157,7 @@ pub fn extract(
         let target = staging.file(pin.name)?;
         let mut reader = open_entry(&mut file, &member, entry)?;
         write_checked(&mut reader, &target, pin, progress)
-            .with_context(|| format!("from {}", path.display()))?;
+            .with_context(|| format!("reading {}", path.display()))?;
     }
     Ok(())
 }
