@@ -5,17 +5,21 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
+pub mod coverage;
 mod env;
 mod error;
+mod hub;
 mod reconstruct;
 use reconstruct::parse_reconstruct;
 #[cfg(test)]
 mod tests;
 
+pub use coverage::UnhonouredSetting;
 pub use env::Env;
 use env::invalid;
 pub use error::ConfigError;
 use error::Result;
+pub use hub::{DEFAULT_ENDPOINT, HubSettings};
 pub use reconstruct::{ReconstructSequence, ReconstructSettings};
 
 /// Everything the server needs, validated.
@@ -35,6 +39,13 @@ pub struct Config {
     /// Declared associations and their recall cue (`CPERSONA_ASSOCIATIONS_ENABLED`, off by
     /// default: CPersona 2.6 has no such switch, this port keeps the feature opt-in).
     pub associations_enabled: bool,
+    /// The builtin model's folder (`CPERSONA_MODEL_DIR`, else [`default_model_dir`]), whatever
+    /// the embedding mode: `cpersona model install` installs there.
+    pub model_dir: PathBuf,
+    /// `model_dir` came from `CPERSONA_MODEL_DIR`.
+    pub model_dir_from_env: bool,
+    /// The set `CPERSONA_*` variables without effect here (`coverage.rs`), in name order.
+    pub unhonoured: Vec<UnhonouredSetting>,
 }
 
 /// Which embedder the engine builds (`CPERSONA_EMBEDDING_MODE`).
@@ -210,9 +221,12 @@ impl Config {
             .unwrap_or_else(default_db_path);
         let recall = parse_recall(env)?;
         let reconstruct = parse_reconstruct(env, recall.preview_chars)?;
+        let env_model_dir = env.get("CPERSONA_MODEL_DIR").map(PathBuf::from);
+        let model_dir_from_env = env_model_dir.is_some();
+        let model_dir = env_model_dir.unwrap_or_else(default_model_dir);
         Ok(Config {
             db_path,
-            embedder: parse_embedder(env)?,
+            embedder: parse_embedder(env, &model_dir)?,
             http: parse_http(env)?,
             writes: parse_writes(env)?,
             recall,
@@ -220,11 +234,19 @@ impl Config {
             export_dir: env.get("CPERSONA_EXPORT_DIR").map(PathBuf::from),
             max_import_bytes: env.int("CPERSONA_MAX_IMPORT_BYTES", 104_857_600, 1, u64::MAX)?,
             associations_enabled: env.boolean("CPERSONA_ASSOCIATIONS_ENABLED", false)?,
+            model_dir,
+            model_dir_from_env,
+            unhonoured: coverage::unhonoured(env),
         })
+    }
+
+    /// The start-up error a refused setting causes (`coverage.rs`), if one is set.
+    pub fn refused_setting(&self) -> Option<ConfigError> {
+        coverage::refusal(&self.unhonoured)
     }
 }
 
-fn parse_embedder(env: &Env) -> Result<EmbedderConfig> {
+fn parse_embedder(env: &Env, model_dir: &std::path::Path) -> Result<EmbedderConfig> {
     let mode_var = env.get_aliased("CPERSONA_EMBEDDING_MODE", "EMBEDDING_MODE");
     let mode = match mode_var {
         None => EmbeddingMode::Builtin,
@@ -245,10 +267,7 @@ fn parse_embedder(env: &Env) -> Result<EmbedderConfig> {
     let timeout_secs = env.int("CPERSONA_EMBEDDING_TIMEOUT_SECS", 30, 1, 3600)?;
     Ok(match mode {
         EmbeddingMode::Builtin => EmbedderConfig::Builtin {
-            model_dir: env
-                .get("CPERSONA_MODEL_DIR")
-                .map(PathBuf::from)
-                .unwrap_or_else(default_model_dir),
+            model_dir: model_dir.to_path_buf(),
         },
         EmbeddingMode::None => EmbedderConfig::None,
         EmbeddingMode::Http => {

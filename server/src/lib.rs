@@ -7,4 +7,5 @@ pub mod cli;
 pub mod config;
 mod embed_serve;
 pub mod mcp;
+pub mod model;
 pub mod transport;

@@ -64,8 +64,7 @@ fn read_file(path: &Path) -> Result<Vec<u8>, EmbedError> {
     std::fs::read(path).map_err(|err| EmbedError::ModelFile {
         path: path.to_path_buf(),
         reason: if err.kind() == std::io::ErrorKind::NotFound {
-            "not found (install a model with `cpersona model install DIR` or set CPERSONA_MODEL_DIR)"
-                .to_owned()
+            "not found (run `cpersona model install`, or set CPERSONA_MODEL_DIR)".to_owned()
         } else {
             err.to_string()
         },
@@ -93,7 +92,8 @@ impl BuiltinEmbedder {
         if !dir.is_dir() {
             return Err(EmbedError::ModelFile {
                 path: dir.to_path_buf(),
-                reason: "not a folder (install a model with `cpersona model install DIR` or set CPERSONA_MODEL_DIR)".to_owned(),
+                reason: "not a folder (run `cpersona model install`, or set CPERSONA_MODEL_DIR)"
+                    .to_owned(),
             });
         }
         let config_bytes = read_file(&dir.join("config.json"))?;
@@ -324,7 +324,8 @@ impl Embedder for BuiltinEmbedder {
 }
 
 /// Copies a model folder's needed files from `src_dir` into `dest_dir` and checks they load;
-/// what `cpersona model install DIR` runs. Returns the installed model's identity.
+/// what `cpersona model install --from DIR` runs (into a staging folder the server renames into
+/// place). Returns the installed model's identity.
 pub fn install_model(src_dir: &Path, dest_dir: &Path) -> Result<EmbedderIdentity, EmbedError> {
     // Load first: a folder that does not work is refused before anything is copied.
     BuiltinEmbedder::load(src_dir)?;

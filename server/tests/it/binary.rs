@@ -38,13 +38,28 @@ pub(crate) fn call_tools(dir: &Path, tools: &[(&str, Value)]) -> Vec<Value> {
 
 /// Calls `tools` in order over stdio on `cmd` (a `cpersona_in` command, perhaps with more
 /// settings) and returns each tool's `isError` flag and JSON body.
-pub(crate) fn call_tools_with(mut cmd: Command, tools: &[(&str, Value)]) -> Vec<(bool, Value)> {
+pub(crate) fn call_tools_with(cmd: Command, tools: &[(&str, Value)]) -> Vec<(bool, Value)> {
+    call_tools_capturing(cmd, tools).0
+}
+
+/// As [`call_tools_with`], and what the server wrote to stderr.
+pub(crate) fn call_tools_capturing(
+    mut cmd: Command,
+    tools: &[(&str, Value)],
+) -> (Vec<(bool, Value)>, String) {
     let mut child = cmd
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
+        .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    // Drained on its own thread, so a chatty server never blocks on a full pipe.
+    let mut stderr = child.stderr.take().unwrap();
+    let stderr = std::thread::spawn(move || {
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut stderr, &mut text).unwrap();
+        text
+    });
     let mut stdin = child.stdin.take().unwrap();
     let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "it", "version": "0"}}});
@@ -73,8 +88,10 @@ pub(crate) fn call_tools_with(mut cmd: Command, tools: &[(&str, Value)]) -> Vec<
         bodies.push((is_error, serde_json::from_str(text).unwrap()));
     }
     drop(stdin);
-    assert!(child.wait().unwrap().success());
-    bodies
+    let status = child.wait().unwrap();
+    let stderr = stderr.join().unwrap();
+    assert!(status.success(), "{status}: {stderr}");
+    (bodies, stderr)
 }
 
 pub(crate) fn run_ok(cmd: &mut Command) -> String {

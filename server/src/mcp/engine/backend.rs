@@ -7,7 +7,7 @@ use cpersona_engine::Engine;
 use cpersona_engine::embed::Embedder;
 use serde_json::Value;
 
-use crate::config::RecallSettings;
+use crate::config::{RecallSettings, UnhonouredSetting};
 use crate::mcp::engine::convert::embedder_advisory;
 
 /// Answers every tool from one [`Engine`].
@@ -15,6 +15,8 @@ pub struct EngineBackend {
     pub(super) engine: Arc<Engine>,
     pub(super) embedder: Arc<dyn Embedder>,
     pub(super) recall: RecallSettings,
+    /// Set `CPERSONA_*` variables without effect here, for `check_health`.
+    pub(super) unhonoured: Vec<UnhonouredSetting>,
 }
 
 impl EngineBackend {
@@ -29,7 +31,20 @@ impl EngineBackend {
             engine,
             embedder,
             recall,
+            unhonoured: Vec::new(),
         }
+    }
+
+    /// The backend with the start-up list of set but unhonoured settings, which
+    /// `check_health` reports.
+    pub fn with_unhonoured_settings(mut self, list: Vec<UnhonouredSetting>) -> EngineBackend {
+        self.unhonoured = list;
+        self
+    }
+
+    /// The set but unhonoured settings.
+    pub(crate) fn unhonoured_settings(&self) -> &[UnhonouredSetting] {
+        &self.unhonoured
     }
 
     /// The engine this backend serves.

@@ -1,7 +1,8 @@
 //! `check_health` over the engine, and the store statistics `cpersona check` prints: schema
-//! version, SQLite integrity, row counts, the embedding queue, the index generations and the
-//! embedder's identity and health, in CPersona's `{issues, severity_summary, status, stats}` shape. It reads through
-//! its own read-only connection and repairs only by draining the embedding queue.
+//! version, SQLite integrity, row counts, the embedding queue, the index generations, the
+//! embedder's identity and health, and the set `CPERSONA_*` settings without effect, in
+//! CPersona's `{issues, severity_summary, status, stats}` shape. It reads through its own
+//! read-only connection and repairs only by draining the embedding queue.
 
 use serde_json::{Value, json};
 
@@ -17,6 +18,7 @@ pub(crate) const CHECKS: &[&str] = &[
     "embedding_queue",
     "embedder",
     "index_freshness",
+    "settings",
 ];
 /// Queued rows one `fix=true` run embeds at most (CPersona re-embeds ≤500 rows per run).
 const FIX_MAX_ROWS: usize = 500;
@@ -124,6 +126,19 @@ pub(crate) fn check_health(backend: &EngineBackend, args: wire::CheckHealthArgs)
                 ));
             }
         }
+    }
+    let unhonoured = backend.unhonoured_settings();
+    if selected("settings") && !unhonoured.is_empty() {
+        let names: Vec<&str> = unhonoured.iter().map(|s| s.name.as_str()).collect();
+        issues.push(issue(
+            "settings",
+            "warn",
+            format!(
+                "set but without effect on this server: {}; unset them or see each note",
+                names.join(", ")
+            ),
+            json!({"settings": unhonoured}),
+        ));
     }
     let count = |severity: &str| issues.iter().filter(|i| i["severity"] == severity).count();
     let (critical, warn, info) = (count("critical"), count("warn"), count("info"));
