@@ -20,3 +20,4 @@ mod reconstruct;
 mod replay_cli;
 mod schemas;
 mod tidy;
+mod transport;
