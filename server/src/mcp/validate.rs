@@ -88,15 +88,26 @@ fn check(value: &Value, schema: &Value, root: &Value, path: &str) -> Result<(), 
     for key in ["anyOf", "oneOf"] {
         if let Some(branches) = schema.get(key).and_then(Value::as_array) {
             let mut first_error = None;
+            let mut fitting_error = None;
             for branch in branches {
                 let branch = resolve(branch, root);
                 // A `null` branch says "optional": report the other branch's reason.
                 let is_null = branch.get("type").and_then(Value::as_str) == Some("null");
+                // A branch of the value's own type failed on something inside it: that is
+                // the reason to report (`refs[0].block` too large, not "must be a string").
+                let fits = branch
+                    .get("type")
+                    .and_then(Value::as_str)
+                    .is_some_and(|ty| has_type(value, ty));
                 match check(value, branch, root, path) {
                     Ok(()) => return Ok(()),
+                    Err(e) if fits && fitting_error.is_none() => fitting_error = Some(e),
                     Err(e) if !is_null && first_error.is_none() => first_error = Some(e),
                     Err(_) => {}
                 }
+            }
+            if let Some(e) = fitting_error {
+                return Err(e);
             }
             // With two forms (or one real form and `null`) the first real form's reason is
             // the actionable one; with more, no single reason is.
@@ -172,17 +183,56 @@ fn check(value: &Value, schema: &Value, root: &Value, path: &str) -> Result<(), 
     Ok(())
 }
 
+/// The values a schemars `format` holds, for the integer formats (`uint32`, `int64`, ...).
+fn format_range(format: &str) -> Option<(i128, i128)> {
+    Some(match format {
+        "int8" => (i8::MIN.into(), i8::MAX.into()),
+        "int16" => (i16::MIN.into(), i16::MAX.into()),
+        "int32" => (i32::MIN.into(), i32::MAX.into()),
+        "int64" | "int" => (i64::MIN.into(), i64::MAX.into()),
+        "uint8" => (0, u8::MAX.into()),
+        "uint16" => (0, u16::MAX.into()),
+        "uint32" => (0, u32::MAX.into()),
+        "uint64" | "uint" => (0, u64::MAX.into()),
+        _ => return None,
+    })
+}
+
 fn check_number(n: &serde_json::Number, schema: &Value, path: &str) -> Result<(), String> {
-    let Some(v) = n.as_f64() else { return Ok(()) };
-    if let Some(min) = schema.get("minimum").and_then(Value::as_f64)
-        && v < min
-    {
-        return Err(format!("{} is {n}, below the minimum {min}", name(path)));
+    if let Some(v) = n.as_f64() {
+        if let Some(min) = schema.get("minimum").and_then(Value::as_f64)
+            && v < min
+        {
+            return Err(format!("{} is {n}, below the minimum {min}", name(path)));
+        }
+        if let Some(max) = schema.get("maximum").and_then(Value::as_f64)
+            && v > max
+        {
+            return Err(format!("{} is {n}, above the maximum {max}", name(path)));
+        }
     }
-    if let Some(max) = schema.get("maximum").and_then(Value::as_f64)
-        && v > max
-    {
-        return Err(format!("{} is {n}, above the maximum {max}", name(path)));
+    // A number beyond what the argument's type holds is refused by name here; the decoder
+    // would refuse it too, but with serde's "invalid value: integer ..." naming nothing.
+    let exact = n.as_i64().map(i128::from).or(n.as_u64().map(i128::from));
+    if let (Some(v), Some((lo, hi))) = (
+        exact,
+        schema
+            .get("format")
+            .and_then(Value::as_str)
+            .and_then(format_range),
+    ) {
+        if v > hi {
+            return Err(format!(
+                "{} is {n}, above the largest value it can hold ({hi})",
+                name(path)
+            ));
+        }
+        if v < lo {
+            return Err(format!(
+                "{} is {n}, below the smallest value it can hold ({lo})",
+                name(path)
+            ));
+        }
     }
     Ok(())
 }

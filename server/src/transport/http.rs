@@ -2,19 +2,31 @@
 //! (401 with nothing written on a missing or wrong token), a request body limit, and the
 //! Origin/Host checks the MCP spec asks for against DNS rebinding. It refuses to start
 //! without a token unless unauthenticated HTTP was asked for explicitly.
+//!
+//! A JSON POST body passes the screen of [`super::jsonrpc`] after the token check and before
+//! rmcp: what rmcp would refuse with a bare 415 (a body that does not parse or is no
+//! message) or route to "method not found" (a request with bad params) is answered here with
+//! a JSON-RPC error and never reaches a tool: 400 for -32700 and -32600 (the transport's
+//! status for input it cannot accept), 200 for -32602 on a request (an answered request, as
+//! rmcp answers its own -32602), 413 with a -32600 body over the size limit. So that the
+//! checks rmcp runs before it reads a body (Host, Origin, Accept, Content-Type) keep their
+//! answers and their order, a refused body is first offered to rmcp as an empty stand-in: only
+//! when rmcp gets as far as refusing that as unreadable (415) is the screen's answer sent.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 
 use axum::Router;
+use axum::body::{Body, HttpBody};
 use axum::extract::{Request, State};
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use subtle::ConstantTimeEq;
 
+use super::jsonrpc::{INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR, Refusal, Screened, screen};
 use crate::mcp::McpServer;
 
 /// The security settings of the HTTP transport, resolved from configuration.
@@ -100,6 +112,10 @@ pub fn router(server: McpServer, security: &HttpSecurity, bound: SocketAddr) -> 
         hosts.extend(security.extra_allowed_hosts.iter().cloned());
         config = config.with_allowed_hosts(hosts);
     }
+    let screen_state = Arc::new(BodyScreen {
+        max_body_bytes: security.max_body_bytes,
+        supported: rmcp::ServerHandler::supported_protocol_versions(&server).into_owned(),
+    });
     let service = StreamableHttpService::new(
         move || Ok(server.clone()),
         Arc::new(LocalSessionManager::default()),
@@ -108,6 +124,7 @@ pub fn router(server: McpServer, security: &HttpSecurity, bound: SocketAddr) -> 
     let token = Arc::new(security.auth_token.clone());
     Router::new()
         .nest_service("/mcp", service)
+        .layer(middleware::from_fn_with_state(screen_state, screen_body))
         .layer(middleware::from_fn_with_state(token, require_bearer))
 }
 
@@ -144,6 +161,109 @@ async fn require_bearer(
         .headers_mut()
         .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
     response
+}
+
+/// What the body screen needs: the size limit and the versions the handler serves.
+struct BodyScreen {
+    max_body_bytes: usize,
+    supported: Vec<rmcp::model::ProtocolVersion>,
+}
+
+/// Whether the request says its body is JSON, by the rule rmcp applies (the media type before
+/// any `;` parameters, case-insensitive).
+fn says_json(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|essence| essence.trim().eq_ignore_ascii_case("application/json"))
+}
+
+/// The body, or why it could not be read: over `limit` bytes (`Ok(None)`), or a read error.
+async fn read_body(body: Body, limit: usize) -> Result<Option<Vec<u8>>, String> {
+    let mut body = std::pin::pin!(body);
+    let mut collected = Vec::new();
+    while let Some(frame) = std::future::poll_fn(|cx| body.as_mut().poll_frame(cx)).await {
+        let frame = frame.map_err(|e| e.to_string())?;
+        if let Ok(data) = frame.into_data() {
+            if data.len() > limit.saturating_sub(collected.len()) {
+                return Ok(None);
+            }
+            collected.extend_from_slice(&data);
+        }
+    }
+    Ok(Some(collected))
+}
+
+/// Screens a JSON POST body (see the module doc); everything else goes to rmcp untouched.
+async fn screen_body(
+    State(screen_state): State<Arc<BodyScreen>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    if request.method() != Method::POST || !says_json(request.headers()) {
+        return next.run(request).await;
+    }
+    let (parts, body) = request.into_parts();
+    let limit = screen_state.max_body_bytes;
+    let (status, refusal) = match read_body(body, limit).await {
+        Ok(Some(bytes)) => match screen(&bytes, &screen_state.supported) {
+            Screened::Pass(_) => {
+                return next
+                    .run(Request::from_parts(parts, Body::from(bytes)))
+                    .await;
+            }
+            Screened::Blank => (
+                StatusCode::BAD_REQUEST,
+                Refusal::new(
+                    serde_json::Value::Null,
+                    PARSE_ERROR,
+                    "Parse error: the body is empty; send one JSON-RPC message",
+                ),
+            ),
+            Screened::Refuse(refusal) if refusal.code == INVALID_PARAMS => {
+                (StatusCode::OK, refusal)
+            }
+            Screened::Refuse(refusal) | Screened::Unserved(refusal) => {
+                (StatusCode::BAD_REQUEST, refusal)
+            }
+        },
+        Ok(None) => (
+            StatusCode::PAYLOAD_TOO_LARGE,
+            Refusal::new(
+                serde_json::Value::Null,
+                INVALID_REQUEST,
+                format!(
+                    "Invalid Request: the body is over the {limit}-byte limit \
+                     (CPERSONA_HTTP_MAX_BODY_BYTES); it was not read and nothing was run"
+                ),
+            ),
+        ),
+        Err(e) => (
+            StatusCode::BAD_REQUEST,
+            Refusal::new(
+                serde_json::Value::Null,
+                PARSE_ERROR,
+                format!("Parse error: the body could not be read: {e}"),
+            ),
+        ),
+    };
+    // rmcp judges the headers exactly as for any body: an empty stand-in reaches its parse
+    // step (and its 415) only when every check before that passed.
+    let stand_in = next.run(Request::from_parts(parts, Body::empty())).await;
+    if stand_in.status() != StatusCode::UNSUPPORTED_MEDIA_TYPE {
+        return stand_in;
+    }
+    tracing::debug!(code = refusal.code, message = %refusal.message, "refused a body");
+    (
+        status,
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        )],
+        refusal.to_json().to_string(),
+    )
+        .into_response()
 }
 
 /// Bind `addr` and serve until Ctrl-C / SIGTERM.

@@ -3,4 +3,5 @@
 //! interpret tools.
 
 pub mod http;
+mod jsonrpc;
 pub mod stdio;

@@ -23,3 +23,4 @@ mod replay_cli;
 mod schemas;
 mod settings;
 mod tidy;
+mod transport;
