@@ -1,37 +1,54 @@
 //! Retrieval quality, Track A (raw embedder, exact cosine) vs Track B (the same vectors through
 //! `import_memories` + `Engine::recall`, full-ranking regime), on LoCoMo, TMD and any BEIR-layout
-//! folder, with the hash embedder and the builtin MiniLM (when a model folder is set); NDCG@10,
-//! Recall@5/@10 per task and subtask, deltas B − A and CPersona's published Track B beside.
-//! Writes a table to stdout and `target/quality/quality.{json,txt}`; embeddings are cached in
-//! `target/quality/cache/` keyed by model and text.
+//! folder, with the hash embedder, the builtin MiniLM (when a model folder is set) and e5-small
+//! (multilingual-e5-small served by `scale/e5/serve.py`); NDCG@10, Recall@5/@10 per task and
+//! subtask, deltas B − A, issue 23's condition checked per line, and CPersona's published Track
+//! B beside. Each task runs per split (development, validation; the frozen holdout only when
+//! asked by name, see `quality::splits`). Writes a table to stdout and
+//! `target/quality/<label>.{json,txt,md}`; embeddings are cached in `target/quality/cache/`
+//! keyed by model, role and text.
 //!
-//! Run: `CPERSONA_MODEL_DIR=target/test-deps/all-MiniLM-L6-v2 cargo run -p cpersona-scale
-//! --example quality --profile=dev -- [--tasks locomo,tmd,beir:DIR] [--embedders hash,minilm]
-//! [--max-queries N] [--groups N] [--data ../shared/data] [--lexical-cap N|off]`. `--groups N` keeps the first N
-//! conversations of each task (0 = all), for a machine where embedding is slow.
+//! Run: `CPERSONA_MODEL_DIR=target/test-deps/all-MiniLM-L6-v2 cargo run --workspace --example
+//! quality --profile=dev -- [--tasks locomo,tmd,beir:DIR] [--embedders hash,minilm,e5]
+//! [--split dev,val | holdout --open-holdout | all --open-holdout] [--e5-url URL]
+//! [--max-queries N] [--groups N] [--data ../shared/data] [--lexical-cap N|off] [--label NAME]`.
+//! `--groups N` keeps the first N conversations of each task (0 = all), for a machine where
+//! embedding is slow. `scale/e5/quality.sh` starts the e5 server around one run.
 #![forbid(unsafe_code)]
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use cpersona_engine::embed::builtin::BuiltinEmbedder;
-use cpersona_engine::embed::{Embedder, HashEmbedder};
+use cpersona_engine::embed::{Embedder, HashEmbedder, HttpEmbedder, RemoteOptions};
 use cpersona_scale::Pct;
 use cpersona_scale::quality::cache::EmbeddingCache;
 use cpersona_scale::quality::report::{self, TaskResult};
+use cpersona_scale::quality::splits::{self, Split};
 use cpersona_scale::quality::{Dataset, load, tracks};
 
 type BoxResult<T> = Result<T, Box<dyn std::error::Error>>;
 
+/// Where `scale/e5/serve.py` listens unless told otherwise.
+const DEFAULT_E5_URL: &str = "http://127.0.0.1:8765";
+
 struct Args {
     tasks: Vec<String>,
     embedders: Vec<String>,
+    /// `None` = the whole task, unsplit (`--split all`).
+    splits: Option<Vec<Split>>,
+    open_holdout: bool,
+    e5_url: String,
     max_queries: usize,
     groups: usize,
     data: PathBuf,
     /// Track B's lexical candidate cap (`--lexical-cap N|off`; default the engine's).
     lexical_cap: Option<usize>,
+    label: String,
+    /// Print each task's split (sets, counts) and stop: nothing is embedded or scored.
+    show_splits: bool,
 }
 
 fn workspace_root() -> PathBuf {
@@ -46,6 +63,19 @@ fn model_dir() -> Option<PathBuf> {
         .map(PathBuf::from)
 }
 
+fn parse_splits(v: &str) -> BoxResult<Option<Vec<Split>>> {
+    if v == "all" {
+        return Ok(None);
+    }
+    v.split(',')
+        .map(|s| {
+            Split::parse(s).ok_or_else(|| format!("unknown split {s} (dev, val, holdout, all)"))
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map(Some)
+        .map_err(Into::into)
+}
+
 fn parse_args() -> BoxResult<Args> {
     let mut args = Args {
         tasks: vec!["locomo".into(), "tmd".into()],
@@ -54,10 +84,18 @@ fn parse_args() -> BoxResult<Args> {
         } else {
             vec!["hash".into()]
         },
+        splits: Some(vec![Split::Dev, Split::Validation]),
+        open_holdout: false,
+        e5_url: std::env::var("CPERSONA_QUALITY_E5_URL")
+            .ok()
+            .filter(|v| !v.is_empty())
+            .unwrap_or_else(|| DEFAULT_E5_URL.to_owned()),
         max_queries: 0,
         groups: 0,
         data: workspace_root().join("../shared/data"),
         lexical_cap: cpersona_engine::recall::RecallConfig::default().lexical_cap,
+        label: "quality".into(),
+        show_splits: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
@@ -65,9 +103,14 @@ fn parse_args() -> BoxResult<Args> {
         match a.as_str() {
             "--tasks" => args.tasks = value()?.split(',').map(str::to_owned).collect(),
             "--embedders" => args.embedders = value()?.split(',').map(str::to_owned).collect(),
+            "--split" => args.splits = parse_splits(&value()?)?,
+            "--open-holdout" => args.open_holdout = true,
+            "--show-splits" => args.show_splits = true,
+            "--e5-url" => args.e5_url = value()?,
             "--max-queries" => args.max_queries = value()?.parse()?,
             "--groups" => args.groups = value()?.parse()?,
             "--data" => args.data = PathBuf::from(value()?),
+            "--label" => args.label = value()?,
             "--lexical-cap" => {
                 let v = value()?;
                 args.lexical_cap = if v == "off" { None } else { Some(v.parse()?) };
@@ -75,6 +118,17 @@ fn parse_args() -> BoxResult<Args> {
             // cargo may pass --bench when run as a bench; nothing else is expected.
             other => return Err(format!("unknown argument {other}").into()),
         }
+    }
+    let opens_holdout = args
+        .splits
+        .as_ref()
+        .is_none_or(|s| s.contains(&Split::Holdout));
+    if opens_holdout && !args.open_holdout && !args.show_splits {
+        return Err(
+            "this run would open the frozen holdout (--split holdout or all); \
+                    it is opened once, at the end: add --open-holdout to mean it"
+                .into(),
+        );
     }
     Ok(args)
 }
@@ -100,39 +154,85 @@ fn load_task(name: &str, data: &Path) -> BoxResult<Dataset> {
     })
 }
 
-fn embedder(name: &str) -> BoxResult<Arc<dyn Embedder>> {
+/// An embedder as the harness uses it: one for stored rows, one for questions (the same one
+/// unless the model embeds the two apart), and the cache role of each.
+struct Roles {
+    name: String,
+    docs: Arc<dyn Embedder>,
+    queries: Arc<dyn Embedder>,
+    /// `Some` when the two sides are embedded apart (their caches are kept apart too).
+    asymmetric: bool,
+}
+
+fn e5_side(url: &str, role: &str) -> BoxResult<Arc<dyn Embedder>> {
+    // Long rows are slow on a shared machine; a retry would redo the whole batch.
+    let options = RemoteOptions {
+        timeout: Duration::from_secs(900),
+        max_batch: 16,
+        ..RemoteOptions::default()
+    };
+    let endpoint = format!("{}/{role}/embed", url.trim_end_matches('/'));
+    let embedder = HttpEmbedder::connect(&endpoint, None, None, None, options).map_err(|e| {
+        format!("e5 at {endpoint}: {e} (start it with scale/e5/quality.sh or scale/e5/serve.py)")
+    })?;
+    if embedder.identity().dim == 0 {
+        return Err(format!("e5 at {endpoint} reported no dimension").into());
+    }
+    Ok(Arc::new(embedder))
+}
+
+fn embedder(name: &str, e5_url: &str) -> BoxResult<Roles> {
+    let symmetric = |e: Arc<dyn Embedder>| Roles {
+        name: name.to_owned(),
+        docs: e.clone(),
+        queries: e,
+        asymmetric: false,
+    };
     Ok(match name {
-        "hash" => Arc::new(HashEmbedder::new()),
+        "hash" => symmetric(Arc::new(HashEmbedder::new())),
         "minilm" => {
             let dir = model_dir().ok_or("minilm needs CPERSONA_MODEL_DIR (the model folder)")?;
-            Arc::new(BuiltinEmbedder::load(&dir)?)
+            symmetric(Arc::new(BuiltinEmbedder::load(&dir)?))
         }
-        other => return Err(format!("unknown embedder {other} (hash, minilm)").into()),
+        // e5 is trained with "passage: " on documents and "query: " on questions; every task
+        // here is question -> stored row, so rows go through /passage and questions /query.
+        "e5" => Roles {
+            name: name.to_owned(),
+            docs: e5_side(e5_url, "passage")?,
+            queries: e5_side(e5_url, "query")?,
+            asymmetric: true,
+        },
+        other => return Err(format!("unknown embedder {other} (hash, minilm, e5)").into()),
     })
 }
 
 fn run(
     ds: &Dataset,
-    embedder: &dyn Embedder,
+    split: &str,
+    roles: &Roles,
     out: &Path,
     lexical_cap: Option<usize>,
 ) -> BoxResult<TaskResult> {
-    let model = embedder.identity().model_id.clone();
-    let mut cache = EmbeddingCache::open(&out.join("cache"), embedder)?;
-    let label = format!("{} / {model}", ds.task);
+    let model = roles.docs.identity().model_id.clone();
+    let role = |r: &'static str| roles.asymmetric.then_some(r);
+    let mut doc_cache =
+        EmbeddingCache::open_role(&out.join("cache"), roles.docs.as_ref(), role("passage"))?;
+    let mut query_cache =
+        EmbeddingCache::open_role(&out.join("cache"), roles.queries.as_ref(), role("query"))?;
+    let label = format!("{} / {}", ds.task, roles.name);
     let mut progress = |done: usize, total: usize| {
         if done == total || done % 1024 < 64 {
             eprintln!("{label}: embedded {done}/{total}");
         }
     };
-    let docs = cache.embed_all(
-        embedder,
+    let docs = doc_cache.embed_all(
+        roles.docs.as_ref(),
         &ds.docs.iter().map(|d| d.text.as_str()).collect::<Vec<_>>(),
         64,
         &mut progress,
     )?;
-    let queries = cache.embed_all(
-        embedder,
+    let queries = query_cache.embed_all(
+        roles.queries.as_ref(),
         &ds.queries
             .iter()
             .map(|q| q.text.as_str())
@@ -145,8 +245,15 @@ fn run(
         "{label}: track A done; track B importing {} rows",
         ds.docs.len()
     );
-    let work = out.join(format!("work-{}", ds.task));
-    let b = tracks::track_b_with_cap(ds, embedder.identity(), &docs, &queries, &work, lexical_cap)?;
+    let work = out.join(format!("work-{}", roles.name));
+    let b = tracks::track_b_with_cap(
+        ds,
+        roles.docs.identity(),
+        &docs,
+        &queries,
+        &work,
+        lexical_cap,
+    )?;
     let (subtasks, sa, sb) = report::score(ds, &a, &b);
     let mut notes = b.notes.clone();
     if ds.dangling_relevant > 0 {
@@ -159,6 +266,8 @@ fn run(
         ds.docs.iter().map(|d| d.group.as_str()).collect();
     Ok(TaskResult {
         task: ds.task.clone(),
+        split: split.to_owned(),
+        embedder: roles.name.clone(),
         model,
         rows: ds.docs.len(),
         groups: groups.len(),
@@ -167,8 +276,14 @@ fn run(
         a: sa,
         b: sb,
         published_b_minilm: ds.published_b_minilm,
-        embed_s: cache.embed_s,
-        cached: (cache.loaded, cache.computed),
+        embed_s: doc_cache.embed_s + query_cache.embed_s,
+        cached: {
+            let computed = doc_cache.computed + query_cache.computed;
+            (
+                (ds.docs.len() + ds.queries.len()).saturating_sub(computed),
+                computed,
+            )
+        },
         a_ms: Pct::of(&a.query_ms),
         b_ms: Pct::of(&b.query_ms),
         b_setup_s: b.setup_s,
@@ -176,42 +291,111 @@ fn run(
     })
 }
 
+/// What `--show-splits` prints for one task: its rule, then per split the candidate sets (when
+/// split by set), rows, queries and queries per subtask. No query text is printed.
+fn show_splits(whole: &Dataset) {
+    println!("{}: {}", whole.task, splits::rule(whole));
+    for split in [Split::Dev, Split::Validation, Split::Holdout] {
+        let ds = splits::select(whole, split);
+        let mut groups: Vec<&str> = Vec::new();
+        for d in &ds.docs {
+            if !groups.contains(&d.group.as_str()) {
+                groups.push(&d.group);
+            }
+        }
+        let mut per: std::collections::BTreeMap<&str, usize> = Default::default();
+        for q in &ds.queries {
+            *per.entry(q.subtask.as_str()).or_default() += 1;
+        }
+        let sets = if groups.len() > 1 {
+            format!(" sets {}", groups.join(" "))
+        } else {
+            String::new()
+        };
+        println!(
+            "  {:7} rows {:5} queries {:5}{sets}; per subtask {:?}",
+            split.name(),
+            ds.docs.len(),
+            ds.queries.len(),
+            per
+        );
+    }
+}
+
 fn main() -> BoxResult<()> {
     let args = parse_args()?;
+    if args.show_splits {
+        for t in &args.tasks {
+            let mut whole = load_task(t, &args.data)?;
+            whole.keep_groups(args.groups);
+            show_splits(&whole);
+        }
+        return Ok(());
+    }
     let out = workspace_root().join("target/quality");
     std::fs::create_dir_all(&out)?;
-    let datasets: Vec<Dataset> = args
-        .tasks
-        .iter()
-        .map(|t| {
-            let mut ds = load_task(t, &args.data)?;
-            ds.keep_groups(args.groups);
-            ds.cap_queries(args.max_queries);
-            Ok(ds)
-        })
-        .collect::<BoxResult<_>>()?;
+    // Each task is cut to its split before anything is embedded: a split not asked for is
+    // never read past its loader.
+    let mut datasets: Vec<(String, Dataset)> = Vec::new();
+    for t in &args.tasks {
+        let mut whole = load_task(t, &args.data)?;
+        whole.keep_groups(args.groups);
+        let rule = splits::rule(&whole);
+        match &args.splits {
+            None => {
+                whole.cap_queries(args.max_queries);
+                datasets.push(("all".into(), whole));
+            }
+            Some(wanted) => {
+                for &split in wanted {
+                    let mut ds = splits::select(&whole, split);
+                    ds.cap_queries(args.max_queries);
+                    if ds.queries.is_empty() {
+                        eprintln!("{}: no queries ({rule})", ds.task);
+                        continue;
+                    }
+                    eprintln!("{}: {rule}", ds.task);
+                    datasets.push((split.name().into(), ds));
+                }
+            }
+        }
+    }
     let mut results = Vec::new();
     for name in &args.embedders {
-        let embedder = embedder(name)?;
-        for ds in &datasets {
-            results.push(run(ds, embedder.as_ref(), &out, args.lexical_cap)?);
+        let roles = embedder(name, &args.e5_url)?;
+        for (split, ds) in &datasets {
+            results.push(run(ds, split, &roles, &out, args.lexical_cap)?);
         }
     }
     let command = format!(
-        "cargo run -p cpersona-scale --example quality --profile=dev -- --tasks {} --embedders {} --max-queries {} --groups {} --lexical-cap {}",
+        "cargo run --workspace --example quality --profile=dev -- --tasks {} --embedders {} --split {}{} --max-queries {} --groups {} --lexical-cap {}",
         args.tasks.join(","),
         args.embedders.join(","),
+        args.splits.as_ref().map_or_else(
+            || "all".to_owned(),
+            |s| s.iter().map(|x| x.name()).collect::<Vec<_>>().join(",")
+        ),
+        if args.open_holdout {
+            " --open-holdout"
+        } else {
+            ""
+        },
         args.max_queries,
         args.groups,
         args.lexical_cap.map_or("off".to_owned(), |c| c.to_string())
     );
     let text = report::render_text(&results);
     println!("{command}\n{text}");
-    std::fs::write(out.join("quality.txt"), format!("{command}\n{text}\n"))?;
+    let base = out.join(&args.label);
+    std::fs::write(base.with_extension("txt"), format!("{command}\n{text}\n"))?;
     std::fs::write(
-        out.join("quality.json"),
+        base.with_extension("md"),
+        format!("    {command}\n\n{}", report::render_markdown(&results)),
+    )?;
+    std::fs::write(
+        base.with_extension("json"),
         serde_json::to_string_pretty(&report::to_json(&command, &results))?,
     )?;
-    println!("wrote {}/quality.{{json,txt}}", out.display());
+    println!("wrote {}.{{json,txt,md}}", base.display());
     Ok(())
 }

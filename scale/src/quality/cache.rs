@@ -1,8 +1,9 @@
 //! The embedding cache: one append-only file per model under a folder (`target/quality/cache`),
 //! records of `(fnv1a64(model id, NUL, text) as u64 LE, dim × f32 LE)`. Embedding a corpus with
 //! the builtin model takes minutes on a small machine; a rerun reads it back in milliseconds.
-//! It must never return a vector of another model or width: the key holds the model id and the
-//! file name the width.
+//! It must never return a vector of another model, role or width: the key holds the model id
+//! (with the role, for a model that embeds queries and passages apart, as e5 does) and the file
+//! name the width.
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -48,9 +49,23 @@ pub struct EmbeddingCache {
 impl EmbeddingCache {
     /// Opens (or starts) the cache file of `embedder`'s model under `dir`.
     pub fn open(dir: &Path, embedder: &dyn Embedder) -> Result<EmbeddingCache, Error> {
+        Self::open_role(dir, embedder, None)
+    }
+
+    /// [`EmbeddingCache::open`] for one role of a model whose vectors depend on it (e5's
+    /// `query: ` / `passage: ` prefixes): the role joins the model id in every key and the
+    /// file name, so a text embedded as a query is never served as a passage.
+    pub fn open_role(
+        dir: &Path,
+        embedder: &dyn Embedder,
+        role: Option<&str>,
+    ) -> Result<EmbeddingCache, Error> {
         let identity = embedder.identity();
-        let safe: String = identity
-            .model_id
+        let model_id = match role {
+            Some(role) => format!("{}|{role}", identity.model_id),
+            None => identity.model_id.clone(),
+        };
+        let safe: String = model_id
             .chars()
             .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
             .collect();
@@ -58,7 +73,7 @@ impl EmbeddingCache {
         let path = dir.join(format!("{safe}-{}.f32cache", identity.dim));
         let mut cache = EmbeddingCache {
             path,
-            model_id: identity.model_id.clone(),
+            model_id,
             dim: identity.dim,
             map: HashMap::new(),
             loaded: 0,

@@ -263,8 +263,9 @@ fn id_of(v: &Value) -> Option<String> {
     }
 }
 
-/// A BEIR-layout folder: one group, one subtask (the folder's name); a row's text is
-/// `title text`; relevant = qrels rows with score > 0.
+/// A BEIR-layout folder: one group; a query's subtask is its `metadata.subtask` when it has
+/// one, else the folder's name; a row's text is `title text`; relevant = qrels rows with
+/// score > 0.
 pub fn beir(dir: &Path) -> Result<Dataset, Error> {
     let name = dir
         .file_name()
@@ -319,10 +320,14 @@ pub fn beir(dir: &Path) -> Result<Dataset, Error> {
         let Some(rel) = relevant.get(&id) else {
             continue;
         };
+        let subtask = row["metadata"]["subtask"]
+            .as_str()
+            .filter(|s| !s.trim().is_empty())
+            .map_or_else(|| name.clone(), str::to_owned);
         ds.queries.push(Query {
             id,
             group: String::new(),
-            subtask: name.clone(),
+            subtask,
             text: row["text"].as_str().unwrap_or("").to_owned(),
             relevant: rel.clone(),
         });

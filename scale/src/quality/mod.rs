@@ -2,7 +2,8 @@
 //! BEIR-layout folder into one [`Dataset`] shape, the metric functions (NDCG@10 with binary
 //! gains, Recall@k), an embedding cache keyed by model and text, Track A (the raw embedder,
 //! exact f32 cosine) and Track B (the same vectors through `import_memories` and
-//! `Engine::recall`), and the report. It must never read the environment, download anything or
+//! `Engine::recall`), the three sets (development, validation, frozen holdout), and the
+//! report. It must never read the environment, download anything or
 //! change a ranking to suit a metric: the example `quality` picks datasets and embedders.
 
 pub mod cache;
@@ -10,8 +11,11 @@ pub mod dates;
 pub mod load;
 pub mod metrics;
 pub mod report;
+pub mod splits;
 pub mod tracks;
 
+#[cfg(test)]
+mod split_tests;
 #[cfg(test)]
 mod tests;
 

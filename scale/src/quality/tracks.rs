@@ -172,7 +172,15 @@ pub fn track_b_with_cap(
         ranked.query_ms.push(started.elapsed().as_secs_f64() * 1e3);
         window_cut += result.vector.tables.iter().filter(|t| t.window_cut).count();
         for a in result.advisories {
-            *advisories.entry(a).or_default() += 1;
+            // One note per kind of advisory: the words left out and the id bound are the
+            // query's own.
+            let kind = a
+                .split("; left out")
+                .next()
+                .and_then(|k| k.split(" (ids >=").next())
+                .unwrap_or(&a)
+                .to_owned();
+            *advisories.entry(kind).or_default() += 1;
         }
         // Messages come in ascending relevance: the last is the best.
         ranked.lists.push(
@@ -190,6 +198,8 @@ pub fn track_b_with_cap(
             "the scan window cut {window_cut} table scans (the regime wants none)"
         ));
     }
+    let mut advisories: Vec<(String, usize)> = advisories.into_iter().collect();
+    advisories.sort();
     for (a, n) in advisories {
         ranked.notes.push(format!("advisory on {n} queries: {a}"));
     }
