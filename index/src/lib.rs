@@ -21,6 +21,7 @@ mod prefilter;
 pub mod quantize;
 mod rerank;
 pub mod scan;
+pub mod segment;
 pub mod topk;
 pub mod writer;
 
@@ -33,4 +34,4 @@ pub use kernels::{Isa, Kernels};
 pub use quantize::QueryCodes;
 pub use scan::{Bounds, DEFAULT_CANDIDATES, NearFar, ScanConfig, SearchMode, SearchResult};
 pub use topk::{BestK, Hit, Ranked, TopHits};
-pub use writer::{GenerationWriter, Row, Scope, WriteSummary};
+pub use writer::{GenerationWriter, QuantizedRow, Row, Scope, WriteSummary};

@@ -102,7 +102,8 @@ impl<'a> Selection<'a> {
         self.threshold = threshold;
     }
 
-    /// Adds everything `other` kept.
+    /// Adds everything `other` kept (the scan merges candidates of several parts itself).
+    #[cfg(test)]
     pub(crate) fn merge(&mut self, other: Self) {
         for (distance, row) in other.items {
             self.offer(distance, row);
