@@ -202,7 +202,7 @@ impl Generation {
         start..end.max(start)
     }
 
-    fn scope_columns(&self) -> ScopeColumns<'_> {
+    pub(crate) fn scope_columns(&self) -> ScopeColumns<'_> {
         ScopeColumns {
             agent: self.scope_codes(ScopeField::Agent),
             project: self.scope_codes(ScopeField::Project),
@@ -211,7 +211,7 @@ impl Generation {
         }
     }
 
-    fn code_columns(&self) -> CodeColumns<'_> {
+    pub(crate) fn code_columns(&self) -> CodeColumns<'_> {
         CodeColumns {
             ids: self.ids(),
             scales: self.scales(),

@@ -429,8 +429,9 @@ impl Spill {
     }
 }
 
+/// Removes a file when dropped, unless disarmed (`.0 = None`).
 #[derive(Debug)]
-struct RemoveOnDrop(Option<PathBuf>);
+pub(crate) struct RemoveOnDrop(pub(crate) Option<PathBuf>);
 
 impl Drop for RemoveOnDrop {
     fn drop(&mut self) {
@@ -474,7 +475,7 @@ fn le_bytes<T: Copy, const N: usize>(values: &[T], f: impl Fn(T) -> [u8; N]) -> 
 }
 
 /// `.<name>.<what>-<pid>-<n>` in the target's directory, so the rename stays on one filesystem.
-fn sibling_name(target: &Path, what: &str) -> PathBuf {
+pub(crate) fn sibling_name(target: &Path, what: &str) -> PathBuf {
     static NEXT: AtomicU64 = AtomicU64::new(0);
     let n = NEXT.fetch_add(1, Ordering::Relaxed);
     let name = target
@@ -484,7 +485,7 @@ fn sibling_name(target: &Path, what: &str) -> PathBuf {
     target.with_file_name(format!(".{name}.{what}-{}-{n}", std::process::id()))
 }
 
-fn sync_parent(target: &Path) -> Result<()> {
+pub(crate) fn sync_parent(target: &Path) -> Result<()> {
     let parent = match target.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
