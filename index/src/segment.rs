@@ -12,6 +12,7 @@
 //!   batch becomes a small segment, then a new manifest), merges, garbage collection, faults.
 //! - `segment/merge.rs`: writing one segment from an adjacent run of segments.
 //! - `segment/policy.rs`: [`MergePolicy`], the pure function that picks the next merge.
+//! - `segment/files.rs`: the directory lock, the manifest's atomic swap and the fault points.
 //!
 //! # Invariant
 //! The live rows of a set (each id's copy in the newest segment holding it, unless a newer
@@ -30,17 +31,19 @@ use crate::generation::{EmbedderIdentity, Generation};
 use crate::kernels::Kernels;
 use crate::quantize::QueryCodes;
 
+mod files;
 mod manifest;
 mod merge;
 mod policy;
 mod search;
 mod store;
 
+pub use files::{FaultPoint, Faults};
 pub use manifest::{Manifest, SegmentEntry, SegmentOrigin, StoreHead};
 pub use merge::MergeOutcome;
 pub use policy::{MergePlan, MergePolicy, MergeReason, SegmentStats};
 pub use search::{SetFilter, SetHit, SetNearFar, SetSearchResult, Window};
-pub use store::{CommitOutcome, FaultPoint, Faults, SegmentStore, WriteBatch};
+pub use store::{CommitOutcome, SegmentStore, WriteBatch};
 
 /// One open segment: its sequence number (unique within its store, the order of the
 /// manifest) and its generation.
