@@ -11,7 +11,7 @@ use crate::error::{Error, Result};
 use crate::filter::{RowFilter, ScopeColumns, compact_positions};
 use crate::generation::{Generation, ScopeField};
 use crate::kernels::Kernels;
-use crate::prefilter::{Candidate, Selection, SignColumns};
+use crate::prefilter::{Candidate, Selection, SharedThreshold, SignColumns};
 use crate::quantize::QueryCodes;
 use crate::rerank::{BLOCK_ROWS, CodeColumns};
 use crate::topk::{Hit, TopHits};
@@ -256,17 +256,54 @@ impl PartsList {
     }
 }
 
-/// A prefilter candidate of a multi-part scan: (Hamming distance, id, part, row). Smaller is
-/// better; ids are unique among the rows a search admits, so part and row only make the order
-/// total.
-type PartCandidate = (u32, i64, u32, u32);
+/// A run of one part's rows of one list.
+#[derive(Clone, Debug)]
+struct Piece {
+    part: usize,
+    rows: Range<usize>,
+}
 
-/// A piece of one part's list, scanned by one rayon task.
+/// The work of one rayon task: pieces of one list, about `chunk_rows` rows in all. PERF: small
+/// parts (segments) are packed together, so one selection sees enough rows to reach a tight
+/// threshold and the task count does not grow with the segment count.
 #[derive(Clone, Debug)]
 struct Task {
-    part: usize,
     list: usize,
-    rows: Range<usize>,
+    pieces: Vec<Piece>,
+}
+
+/// Cuts every part's lists into tasks of about `chunk_rows` rows, in part order.
+fn tasks_of(parts: &[Part<'_>], chunk_rows: usize) -> Vec<Task> {
+    let mut tasks = Vec::new();
+    for list in 0..2 {
+        let mut task = Task {
+            list,
+            pieces: Vec::new(),
+        };
+        let mut rows = 0usize;
+        for (part, p) in parts.iter().enumerate() {
+            let range = p.lists[list].clone();
+            let mut start = range.start;
+            while start < range.end {
+                let end = (start + chunk_rows - rows).min(range.end);
+                task.pieces.push(Piece {
+                    part,
+                    rows: start..end,
+                });
+                rows += end - start;
+                start = end;
+                if rows >= chunk_rows {
+                    let full = std::mem::take(&mut task.pieces);
+                    tasks.push(Task { list, pieces: full });
+                    rows = 0;
+                }
+            }
+        }
+        if !task.pieces.is_empty() {
+            tasks.push(task);
+        }
+    }
+    tasks
 }
 
 /// Scans every part's two lists on `config`'s pool and merges them into one top-k per list:
@@ -299,19 +336,7 @@ fn scan_parts_here(
         .map(|r| r.len())
         .sum();
     let chunk_rows = total.div_ceil(threads * 4).max(MIN_CHUNK_ROWS);
-    let tasks: Vec<Task> = parts
-        .iter()
-        .enumerate()
-        .flat_map(|(part, p)| {
-            p.lists.iter().enumerate().flat_map(move |(list, range)| {
-                range.clone().step_by(chunk_rows).map(move |s| Task {
-                    part,
-                    list,
-                    rows: s..(s + chunk_rows).min(range.end),
-                })
-            })
-        })
-        .collect();
+    let tasks = tasks_of(parts, chunk_rows);
     let mut results: [PartsList; 2] = Default::default();
     for part in parts {
         for (result, range) in results.iter_mut().zip(&part.lists) {
@@ -321,32 +346,35 @@ fn scan_parts_here(
     let k = config.k;
     match config.mode {
         SearchMode::Exact => {
-            let outputs: Vec<(Task, TopHits, u64)> = tasks
+            let outputs: Vec<(usize, Vec<PartHit>, u64)> = tasks
                 .into_par_iter()
                 .map(|task| {
-                    let part = &parts[task.part];
-                    let g = part.generation;
-                    let scopes = part.filter.has_row_checks().then(|| g.scope_columns());
-                    let mut top = TopHits::new(k);
-                    let admitted = exact_chunk(
-                        &kernels,
-                        &g.code_columns(),
-                        query,
-                        task.rows.clone(),
-                        part.filter,
-                        scopes.as_ref(),
-                        &mut top,
-                    );
-                    (task, top, admitted)
+                    let mut hits = Vec::new();
+                    let mut admitted = 0;
+                    for piece in &task.pieces {
+                        let part = &parts[piece.part];
+                        let g = part.generation;
+                        let scopes = part.filter.has_row_checks().then(|| g.scope_columns());
+                        let mut top = TopHits::new(k);
+                        admitted += exact_chunk(
+                            &kernels,
+                            &g.code_columns(),
+                            query,
+                            piece.rows.clone(),
+                            part.filter,
+                            scopes.as_ref(),
+                            &mut top,
+                        );
+                        let tag = piece.part as u32;
+                        hits.extend(top.into_hits().into_iter().map(|h| (tag, h)));
+                    }
+                    cut_hits(&mut hits, k);
+                    (task.list, hits, admitted)
                 })
                 .collect();
-            for (task, top, admitted) in outputs {
-                let result = &mut results[task.list];
-                result.admitted += admitted;
-                let part = task.part as u32;
-                result
-                    .hits
-                    .extend(top.into_hits().into_iter().map(|h| (part, h)));
+            for (list, hits, admitted) in outputs {
+                results[list].admitted += admitted;
+                results[list].hits.extend(hits);
             }
             for result in &mut results {
                 result.reranked = result.admitted;
@@ -355,34 +383,42 @@ fn scan_parts_here(
         }
         SearchMode::Prefiltered { candidates } => {
             let n_candidates = candidates.max(k);
-            let outputs: Vec<(Task, Vec<Candidate>, u64)> = tasks
+            let shared = [SharedThreshold::new(), SharedThreshold::new()];
+            let ids: Vec<&[i64]> = parts.iter().map(|p| p.generation.ids()).collect();
+            let bits = query.dim().sign_words() * 64;
+            let outputs: Vec<(usize, Vec<Candidate>, u64)> = tasks
                 .into_par_iter()
                 .map(|task| {
-                    let part = &parts[task.part];
-                    let g = part.generation;
-                    let scopes = part.filter.has_row_checks().then(|| g.scope_columns());
-                    let signs = SignColumns {
-                        ids: g.ids(),
-                        signs: g.signs(),
-                        words: g.dim().sign_words(),
-                    };
-                    let mut best = Selection::new(signs.ids, n_candidates, signs.words * 64);
-                    let counts = signs.select(
-                        &kernels,
-                        query,
-                        task.rows.clone(),
-                        part.filter,
-                        scopes.as_ref(),
-                        &mut best,
-                    );
-                    (task, best.into_candidates(), counts.admitted)
+                    let mut best = Selection::new(&ids, n_candidates, bits);
+                    let mut admitted = 0;
+                    for piece in &task.pieces {
+                        let part = &parts[piece.part];
+                        let g = part.generation;
+                        let scopes = part.filter.has_row_checks().then(|| g.scope_columns());
+                        let signs = SignColumns {
+                            part: piece.part as u32,
+                            signs: g.signs(),
+                            words: g.dim().sign_words(),
+                        };
+                        admitted += signs
+                            .select(
+                                &kernels,
+                                query,
+                                piece.rows.clone(),
+                                part.filter,
+                                scopes.as_ref(),
+                                &mut best,
+                                &shared[task.list],
+                            )
+                            .admitted;
+                    }
+                    (task.list, best.into_candidates(), admitted)
                 })
                 .collect();
-            let mut pools: [Vec<PartCandidate>; 2] = Default::default();
-            for (task, kept, admitted) in outputs {
-                results[task.list].admitted += admitted;
-                let part = task.part as u32;
-                pools[task.list].extend(kept.into_iter().map(|(d, id, row)| (d, id, part, row)));
+            let mut pools: [Vec<Candidate>; 2] = Default::default();
+            for (list, kept, admitted) in outputs {
+                results[list].admitted += admitted;
+                pools[list].extend(kept);
             }
             for (result, mut pool) in results.iter_mut().zip(pools) {
                 if pool.len() > n_candidates {
@@ -407,7 +443,7 @@ fn rerank(
     parts: &[Part<'_>],
     kernels: &Kernels,
     query: &QueryCodes,
-    mut pool: Vec<PartCandidate>,
+    mut pool: Vec<Candidate>,
     k: usize,
 ) -> Vec<PartHit> {
     pool.sort_unstable_by_key(|c| (c.2, c.3));

@@ -453,3 +453,20 @@ fn a_merged_segment_has_the_bytes_of_a_fresh_build() {
     );
     check_against_fresh(&store, &model, 3);
 }
+
+#[test]
+fn many_segments_over_many_scan_tasks_answer_like_a_fresh_generation() {
+    // More rows than one scan task takes (16K), in segments of uneven sizes, with updates and
+    // deletes: tasks hold pieces of several segments and share their thresholds.
+    let dir = tempfile::tempdir().unwrap();
+    let store = SegmentStore::open(dir.path(), embedder()).unwrap();
+    let mut model = Model::new(23);
+    for size in [9000, 7000, 5000, 3000, 1000, 300, 20] {
+        model.add(size);
+        model.update(size / 50);
+        model.delete(size / 100);
+        model.flush(&store);
+    }
+    assert_eq!(store.snapshot().segments().len(), 7);
+    check_against_fresh(&store, &model, 21);
+}
