@@ -8,7 +8,9 @@
 //! 10% as the default merge policy leaves them after flushes of 100 rows, without and with 1%
 //! of the big segment's rows updated (so dead); 100 equal segments. Per layout: p50 of plain
 //! search and of the engine's near/far filter, and the ratio to the one-segment set, whose
-//! hits every layout must equal (printed as `same hits`).
+//! hits every layout must equal (printed as `same hits`). Then the cost of a write: p50 of a
+//! `SegmentStore::commit` of 1, 10 and 100 rows (segment file, manifest, four fsyncs) and of
+//! merging eight 1,000-row segments, in a store under the fixture cache.
 //!
 //! Run: `cargo bench -p cpersona-benches --bench search`.
 //! Knobs (read here, never by the library): `CPERSONA_BENCH_ROWS=10000,100000` picks the
@@ -80,6 +82,7 @@ fn main() {
         };
         if wanted {
             run_segmented(&mut criterion, name, fixture);
+            run_commits(fixture);
         }
     }
     criterion.final_summary();
@@ -345,4 +348,79 @@ fn run_segmented(criterion: &mut Criterion, name: &str, fixture: &SearchFixture)
             }
         }
     }
+}
+
+/// p50 of commits of a few rows and of one merge, into a scratch store beside the fixtures.
+fn run_commits(fixture: &SearchFixture) {
+    use cpersona_index::segment::{MergePlan, MergeReason, SegmentStore, StoreHead, WriteBatch};
+    use cpersona_index::{Row, Scope};
+    let g = &fixture.generation;
+    let dir = cpersona_benches::cache_dir().join("commit-bench");
+    let _ = std::fs::remove_dir_all(&dir);
+    let store = SegmentStore::open(&dir, g.embedder()).expect("store");
+    let vectors: Vec<Vec<f32>> = fixture.queries.clone();
+    let mut head = 0u64;
+    let mut next_id = 0i64;
+    let mut commit = |rows: usize| {
+        let batch: Vec<Row<'_>> = (0..rows)
+            .map(|i| {
+                next_id += 1;
+                Row {
+                    id: next_id,
+                    created_at: next_id,
+                    scope: Scope {
+                        agent: "bench",
+                        ..Scope::default()
+                    },
+                    vector: &vectors[i % vectors.len()],
+                }
+            })
+            .collect();
+        head += 1;
+        let started = Instant::now();
+        store
+            .commit(WriteBatch {
+                based_on: Some(head - 1),
+                head: StoreHead {
+                    changelog_head: head,
+                    schema_version: 1,
+                },
+                rows: batch,
+                deletes: Vec::new(),
+            })
+            .expect("commit");
+        started.elapsed().as_secs_f64()
+    };
+    eprintln!("\n== segment writes (store in {})", dir.display());
+    for rows in [1usize, 10, 100] {
+        let mut times: Vec<f64> = (0..30).map(|_| commit(rows)).collect();
+        eprintln!(
+            "  commit of {rows:>3} rows   p50 {:>7.3} ms",
+            median(&mut times) * 1e3
+        );
+    }
+    let start = store.manifest().segments.len();
+    for _ in 0..8 {
+        commit(1000);
+    }
+    let seqs: Vec<u64> = store.manifest().segments[start..]
+        .iter()
+        .map(|s| s.seq)
+        .collect();
+    let started = Instant::now();
+    let outcome = store
+        .merge(&MergePlan {
+            seqs,
+            reason: MergeReason::Level(3),
+            live_rows: 8000,
+        })
+        .expect("merge");
+    eprintln!(
+        "  merge of 8 x 1000 rows     {:>7.3} ms ({} rows, {} bytes written)",
+        started.elapsed().as_secs_f64() * 1e3,
+        outcome.rows,
+        outcome.bytes
+    );
+    drop(store);
+    let _ = std::fs::remove_dir_all(&dir);
 }

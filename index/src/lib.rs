@@ -7,6 +7,9 @@
 //! renamed into place, and read through a memory map by [`Generation::open`], which validates
 //! it once. [`Generation::search`] runs a filtered top-k (exact int8, or sign-bit prefilter
 //! then int8 re-rank) on a rayon pool; [`TailRows`] scans rows held in memory the same way.
+//! [`segment`] keeps a table's index fresh without rebuilds: immutable segments (generation
+//! files whose rows and tombstones shadow older copies), a manifest swapped atomically, merges
+//! under a log-structured policy, and a search over them that equals one fresh generation.
 //! This crate must never know about SQLite, MCP, async or JSON.
 
 pub mod error;

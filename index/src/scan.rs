@@ -18,12 +18,17 @@ use crate::topk::{Hit, TopHits};
 
 /// Default number of prefilter candidates re-ranked with int8.
 ///
-/// Chosen by measurement: `CPERSONA_BENCH_ROWS=1000000 cargo bench -p cpersona-benches
-/// --bench search` on the clustered corpus (`CorpusConfig::default()`, 1M × 384, k = 10,
-/// 50 queries) gave recall@10 against exact f32 of 0.664 (C = 100), 0.924 (250), 0.974
-/// (500), 0.988 (1000) and 0.988 (2000); exact int8 itself reaches 0.988. 1000 is the smallest
-/// C tried that reaches the int8 ceiling at a million rows (at 100K rows, 250 already does).
-/// Its re-rank gathers 1000 × 384 bytes, under 1% of the 48 MB of sign bits streamed.
+/// Chosen by measurement: `CPERSONA_BENCH_ROWS=1000000 CPERSONA_BENCH_CANDIDATES=250,500,750,
+/// 1000,2000 cargo bench --workspace --bench search` on the clustered corpus
+/// (`CorpusConfig::default()`, 1M × 384, k = 10, 50 queries; December 2026, after the shared
+/// threshold) gave recall@10 against exact f32 of 0.924 (C = 250), 0.974 (500), 0.984 (750),
+/// 0.988 (1000) and 0.988 (2000); exact int8 itself reaches 0.988. 750 is the smallest C tried
+/// with recall@10 >= 0.98; 1000 is the smallest that reaches the int8 ceiling, for 0.1-0.3 ms
+/// more (p50, two threads: 1.51-1.94 ms at 750, 1.57-1.58 ms at 1000, 2.14-2.18 ms at 2000;
+/// one thread: 2.14 vs 2.29-2.54 ms), so the default keeps the ceiling. At 1000 the scan
+/// streams 48 MB of sign bits plus 0.4 MB of gathered codes at 87-90% of the bandwidth the
+/// bench measures on two threads (1.11-1.15× the sign-bit floor; 58-66% on one thread). Its
+/// re-rank gathers 1000 × 384 bytes, under 1% of what is streamed.
 pub const DEFAULT_CANDIDATES: usize = 1000;
 
 /// Rows per rayon task at least. PERF: large enough that a task's fixed cost (a candidate list

@@ -470,3 +470,59 @@ fn many_segments_over_many_scan_tasks_answer_like_a_fresh_generation() {
     assert_eq!(store.snapshot().segments().len(), 7);
     check_against_fresh(&store, &model, 21);
 }
+
+#[test]
+fn a_version_1_generation_serves_as_the_oldest_segment() {
+    use std::sync::Arc;
+
+    use cpersona_index::segment::{Segment, SegmentSet};
+    let v1 = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/it/data/gen_v1.bin");
+    let old = Generation::open(&v1).unwrap();
+    assert_eq!(old.format_version(), 1);
+    let ids: Vec<i64> = old.ids().to_vec();
+    // A newer segment updates id 9 (a new vector) and deletes id 3.
+    let dir = tempfile::tempdir().unwrap();
+    let mut updated = crate::util::TestRow {
+        id: 9,
+        created_at: old.created_at()[2],
+        labels: old.labels(2).map(String::from),
+        vector: vec![0.0; 8],
+    };
+    updated.vector[2] = 1.0;
+    let newer = dir.path().join("newer.gen");
+    let mut writer = GenerationWriter::create(&newer, meta(8)).unwrap();
+    writer.set_tombstones([3]).unwrap();
+    writer.push(&updated.as_row()).unwrap();
+    writer.finish().unwrap();
+    let identity = old.embedder();
+    let set = SegmentSet::new(
+        &identity,
+        vec![
+            Arc::new(Segment::open(1, &v1).unwrap()),
+            Arc::new(Segment::open(2, &newer).unwrap()),
+        ],
+    )
+    .unwrap();
+    assert_eq!(set.live_rows(), 4);
+    assert_eq!(set.find(9), Some((1, 0)));
+    assert_eq!(set.find(3), None);
+    assert_eq!(set.find(42), Some((0, 0)));
+    let q = set.query(&updated.vector).unwrap();
+    let found = set
+        .search(
+            &q,
+            &SetFilter::default(),
+            &ScanConfig::new(10).with_mode(SearchMode::Exact),
+        )
+        .unwrap();
+    let got: Vec<i64> = found.hits.iter().map(|h| h.id).collect();
+    assert_eq!(got[0], 9, "the updated copy wins");
+    assert!(!got.contains(&3) && got.len() == 4, "{got:?} of {ids:?}");
+}
+
+#[test]
+fn stores_and_sets_can_be_shared_across_threads() {
+    fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<SegmentStore>();
+    assert_send_sync::<cpersona_index::segment::SegmentSet>();
+}
