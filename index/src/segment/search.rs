@@ -24,6 +24,15 @@ pub enum Window {
     /// sources) and `exclude_ids` admit; the created_at range does not count. CPersona's scan
     /// window, which the engine places per scope.
     NewestInScope(usize),
+    /// Every row up to and including this key in file order (`created_at` descending, then
+    /// `id` ascending): for a caller that counts the window over these rows and rows it holds
+    /// elsewhere (see [`SegmentSet::in_scope_newest_first`]).
+    Through {
+        /// The last row's creation time.
+        created_at: i64,
+        /// The last row's id.
+        id: i64,
+    },
 }
 
 /// Which rows a segmented search admits, by names rather than dictionary codes. Every field
@@ -155,6 +164,36 @@ impl SegmentSet {
         Ok(SetNearFar { near, far })
     }
 
+    /// The (created_at, id) of the live rows `filter`'s isolation codes and `exclude_ids` admit,
+    /// newest first across segments (the created_at range and window are not applied): what a
+    /// caller merges with its own rows to place a [`Window::Through`] boundary. Lazy; a caller
+    /// counting to W reads W rows (plus the rows it skips).
+    pub fn in_scope_newest_first<'s>(
+        &'s self,
+        filter: &SetFilter,
+    ) -> impl Iterator<Item = (i64, i64)> + 's {
+        let filters: Vec<Option<RowFilter>> = self
+            .segments()
+            .iter()
+            .enumerate()
+            .map(|(s, segment)| filter.resolve(segment.generation(), self.dead(s)))
+            .collect();
+        let columns: Vec<_> = self
+            .segments()
+            .iter()
+            .map(|s| s.generation().scope_columns())
+            .collect();
+        let admit = move |s: usize, row: usize| {
+            filters[s]
+                .as_ref()
+                .is_some_and(|f| columns[s].admits(f, row))
+        };
+        LiveRows::new(self, 0..self.segments().len(), admit).map(move |(s, row)| {
+            let g = self.segments()[s].generation();
+            (g.created_at()[row as usize], g.ids()[row as usize])
+        })
+    }
+
     /// Each segment's filter, created_at range and window split.
     fn plan(&self, query: &QueryCodes, filter: &SetFilter) -> Result<Vec<SegmentPlan>> {
         if query.dim() != self.dim() {
@@ -182,6 +221,12 @@ impl SegmentSet {
         let (n, in_scope) = match window {
             Window::Newest(n) => (n, false),
             Window::NewestInScope(n) => (n, true),
+            Window::Through { created_at, id } => {
+                for (plan, segment) in plans.iter_mut().zip(self.segments()) {
+                    plan.split = first_after(segment.generation(), (created_at, id));
+                }
+                return Ok(plans);
+            }
         };
         if !in_scope && self.segments().len() == 1 && self.dead(0).is_empty() {
             // One segment without dead rows is one generation: the window is its prefix.

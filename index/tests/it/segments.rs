@@ -193,10 +193,15 @@ fn filters(rng: &mut StdRng, model: &Model) -> Vec<SetFilter> {
     let mut out = vec![SetFilter::default()];
     for _ in 0..4 {
         let n = rng.random_range(0..ids.len().max(1) + 5);
-        let window = match rng.random_range(0..3) {
+        let window = match rng.random_range(0..4) {
             0 => None,
             1 => Some(Window::Newest(n)),
-            _ => Some(Window::NewestInScope(n)),
+            2 => Some(Window::NewestInScope(n)),
+            // A key between rows or on one, dead rows' keys included.
+            _ => Some(Window::Through {
+                created_at: rng.random_range(0..41) * 1000,
+                id: rng.random_range(0..model.next_id + 2),
+            }),
         };
         out.push(SetFilter {
             agent: rng
@@ -219,6 +224,18 @@ fn filters(rng: &mut StdRng, model: &Model) -> Vec<SetFilter> {
     out
 }
 
+/// Whether `row`'s labels and id pass `filter`'s isolation names and exclusions.
+fn in_scope(filter: &SetFilter, row: &TestRow) -> bool {
+    let one_of = |names: &Option<Vec<String>>, label: &String| {
+        names.as_ref().is_none_or(|n| n.contains(label))
+    };
+    filter.agent.as_ref().is_none_or(|a| *a == row.labels[0])
+        && one_of(&filter.projects, &row.labels[1])
+        && one_of(&filter.channels, &row.labels[2])
+        && one_of(&filter.sources, &row.labels[3])
+        && !filter.exclude_ids.contains(&row.id)
+}
+
 /// The reference: `filter` in one generation's codes, the window as its row count, found by
 /// walking the rows (the in-scope window counts rows whose labels match by name).
 fn row_filter(g: &Generation, rows: &[TestRow], filter: &SetFilter) -> Option<RowFilter> {
@@ -227,18 +244,13 @@ fn row_filter(g: &Generation, rows: &[TestRow], filter: &SetFilter) -> Option<Ro
             .as_ref()
             .map(|n| CodeSet::new(n.iter().filter_map(|name| g.code(field, name))))
     };
-    let matches = |row: &TestRow| {
-        let one_of = |names: &Option<Vec<String>>, label: &String| {
-            names.as_ref().is_none_or(|n| n.contains(label))
-        };
-        filter.agent.as_ref().is_none_or(|a| *a == row.labels[0])
-            && one_of(&filter.projects, &row.labels[1])
-            && one_of(&filter.channels, &row.labels[2])
-            && one_of(&filter.sources, &row.labels[3])
-            && !filter.exclude_ids.contains(&row.id)
-    };
+    let matches = |row: &TestRow| in_scope(filter, row);
     let window = filter.window.map(|w| match w {
         Window::Newest(n) => n,
+        Window::Through { created_at, id } => rows
+            .iter()
+            .take_while(|r| r.created_at > created_at || (r.created_at == created_at && r.id <= id))
+            .count(),
         Window::NewestInScope(n) => {
             let mut seen = 0;
             rows.iter()
@@ -312,6 +324,13 @@ pub(crate) fn check_against_fresh(store: &SegmentStore, model: &Model, seed: u64
         let vector = clustered(&mut rng, &cents, 0.7);
         let q = set.query(&vector).expect("query");
         for filter in filters(&mut rng, model) {
+            let scoped: Vec<(i64, i64)> = set.in_scope_newest_first(&filter).collect();
+            let want_scoped: Vec<(i64, i64)> = rows
+                .iter()
+                .filter(|r| in_scope(&filter, r))
+                .map(|r| (r.created_at, r.id))
+                .collect();
+            assert_eq!(scoped, want_scoped, "in scope, newest first: {filter:?}");
             for mode in [SearchMode::Exact, SearchMode::Prefiltered { candidates: 7 }] {
                 let config = ScanConfig::new(K).with_mode(mode);
                 let got = set.search(&q, &filter, &config).expect("set search");
