@@ -3,6 +3,7 @@
 //! bandwidth, recall. Measurement helpers only; nothing here is asserted as a test.
 #![forbid(unsafe_code)]
 
+pub mod segments;
 pub mod text_corpus;
 
 use std::hash::{DefaultHasher, Hash, Hasher};

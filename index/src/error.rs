@@ -20,11 +20,11 @@ pub enum Error {
     },
 
     /// The file is a generation of a format version this build does not read.
-    #[error("unsupported generation format version {found} (this build reads {supported})")]
+    #[error("unsupported generation format version {found} (this build reads 1 to {supported})")]
     Version {
         /// The version in the file.
         found: u32,
-        /// The only version this build reads.
+        /// The newest version this build reads (and the one it writes).
         supported: u32,
     },
 
@@ -86,5 +86,58 @@ pub enum Error {
     TooMany {
         /// Rows or dictionary entries.
         what: &'static str,
+    },
+
+    /// Two rows handed to one generation share an id.
+    #[error("id {id} appears twice in one generation")]
+    DuplicateId {
+        /// The id.
+        id: i64,
+    },
+
+    /// A segment manifest is unreadable or inconsistent with the files it lists.
+    #[error("segment manifest {path}: {reason} (line {line})")]
+    Manifest {
+        /// The manifest file.
+        path: std::path::PathBuf,
+        /// What is wrong, in a few words.
+        reason: &'static str,
+        /// The 1-based line the check was about (0 when not applicable).
+        line: usize,
+    },
+
+    /// A segment does not fit the set it is listed in (another model, dimension or row count).
+    #[error("segment {segment}: {reason}")]
+    SegmentMismatch {
+        /// The segment's sequence number.
+        segment: u64,
+        /// What differs.
+        reason: &'static str,
+    },
+
+    /// A commit was based on a change-log head the manifest no longer has (another writer
+    /// committed first); nothing was written. Read the manifest's head and retry from it.
+    #[error("stale commit: based on change-log head {based_on}, the manifest is at {current}")]
+    StaleCommit {
+        /// The head the commit said it continues from.
+        based_on: u64,
+        /// The head the manifest has.
+        current: u64,
+    },
+
+    /// A merge plan no longer matches the manifest (its segments were merged or replaced);
+    /// nothing was published.
+    #[error("stale merge plan: segment {segment} is no longer where the plan found it")]
+    StalePlan {
+        /// A segment of the plan that moved or went.
+        segment: u64,
+    },
+
+    /// A failure injected by a test at a named step of a commit or merge (never in production:
+    /// only [`crate::segment::FaultPoint`] hooks raise it).
+    #[error("injected failure at {point:?}")]
+    Injected {
+        /// Where.
+        point: crate::segment::FaultPoint,
     },
 }

@@ -100,6 +100,32 @@ impl RowSet {
         self.len
     }
 
+    /// Adds every position of `other`.
+    pub fn union_with(&mut self, other: &RowSet) {
+        if self.words.len() < other.words.len() {
+            self.words.resize(other.words.len(), 0);
+        }
+        for (word, &theirs) in self.words.iter_mut().zip(&other.words) {
+            *word |= theirs;
+        }
+        self.len = self.words.iter().map(|w| w.count_ones() as usize).sum();
+    }
+
+    /// The positions of the set, ascending.
+    pub fn iter(&self) -> impl Iterator<Item = u32> + '_ {
+        self.words.iter().enumerate().flat_map(|(w, &word)| {
+            let mut bits = word;
+            std::iter::from_fn(move || {
+                if bits == 0 {
+                    return None;
+                }
+                let bit = bits.trailing_zeros();
+                bits &= bits - 1;
+                Some(w as u32 * 64 + bit)
+            })
+        })
+    }
+
     /// Whether the set is empty.
     pub fn is_empty(&self) -> bool {
         self.len == 0
@@ -150,7 +176,6 @@ pub(crate) struct ScopeColumns<'a> {
 
 impl ScopeColumns<'_> {
     /// Whether row `row` passes the filter's per-row checks (the range checks are the caller's).
-    #[cfg(test)]
     pub(crate) fn admits(&self, filter: &RowFilter, row: usize) -> bool {
         if let Some(agent) = filter.agent
             && self.agent[row] != agent

@@ -1,31 +1,43 @@
-//! The generation file format (see `index/FORMAT.md`): the `#[repr(C)]` Pod header, the section
-//! layout, and `validate`, which turns untrusted bytes into checked section ranges once.
-//! Safe code only: every view is made with bytemuck's checked casts, so a bad file is an
-//! `Error`, never undefined behaviour or a panic.
+//! The generation file format (see `index/FORMAT.md`): the `#[repr(C)]` Pod headers of both
+//! versions, the section layout, and `validate` (in `format/validate.rs`), which turns untrusted
+//! bytes into checked section ranges once. Safe code only: every view is made with bytemuck's
+//! checked casts, so a bad file is an `Error`, never undefined behaviour or a panic.
+//!
+//! Version 2 (written) adds two sections to version 1 (still read): `tombstones`, the ids a
+//! segment removes from the segments older than it, and `id_order`, the row positions sorted by
+//! id, so a tombstone finds its row by binary search without a map built at open.
 
 use std::ops::Range;
 
 use bytemuck::{Pod, Zeroable};
 
-use crate::error::{Error, Result};
+use crate::error::Result;
+
+mod validate;
+
+pub use validate::{cast, validate};
 
 // FORMAT: the format is little-endian and read by casting bytes in place, which is only right
 // on a little-endian host.
 #[cfg(target_endian = "big")]
 compile_error!("the generation format is little-endian; big-endian hosts are not supported");
 
-/// The first eight bytes of every generation file.
+/// The first eight bytes of every generation file (both versions).
 pub const MAGIC: [u8; 8] = *b"CPGEN\0\0\x01";
-/// The one format version this build writes and reads.
-pub const FORMAT_VERSION: u32 = 1;
+/// The format version this build writes.
+pub const FORMAT_VERSION: u32 = 2;
+/// The oldest format version this build reads.
+pub const OLDEST_READ_VERSION: u32 = 1;
 /// Alignment of the header and every section, in bytes (a cache line and an AVX-512 register).
 pub const ALIGN: usize = 64;
 /// Largest dimension the format accepts.
 pub const MAX_DIM: usize = 65_536;
 /// Longest model id and dictionary entry, in bytes.
 pub const MAX_STRING: usize = 4096;
-/// Number of sections, fixed by this version.
-pub const SECTION_COUNT: usize = 14;
+/// Number of sections of version 2.
+pub const SECTION_COUNT: usize = 16;
+/// Number of sections of version 1 (the first fourteen of version 2).
+pub const SECTION_COUNT_V1: usize = 14;
 
 /// Section indices, in file order.
 pub mod section {
@@ -57,6 +69,10 @@ pub mod section {
     pub const CODES: usize = 12;
     /// Sign bits, `sign_words` u64 per row.
     pub const SIGNS: usize = 13;
+    /// Version 2: ids removed from older segments, i64, strictly ascending.
+    pub const TOMBSTONES: usize = 14;
+    /// Version 2: row positions ordered by id, u32.
+    pub const ID_ORDER: usize = 15;
     /// Names for error messages, in section order.
     pub const NAMES: [&str; super::SECTION_COUNT] = [
         "model_id",
@@ -73,6 +89,8 @@ pub mod section {
         "scale",
         "codes",
         "signs",
+        "tombstones",
+        "id_order",
     ];
 }
 
@@ -86,15 +104,16 @@ pub struct SectionEntry {
     pub len: u64,
 }
 
-/// The fixed 320-byte header at offset 0. FORMAT: field order and sizes mirror `FORMAT.md`.
+/// The fixed 384-byte header of version 2 at offset 0. FORMAT: field order and sizes mirror
+/// `FORMAT.md`; the first 64 bytes are laid out as in version 1.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Pod, Zeroable)]
 pub struct Header {
     /// [`MAGIC`].
     pub magic: [u8; 8],
-    /// [`FORMAT_VERSION`].
+    /// [`FORMAT_VERSION`] (a version 1 file read through [`validate`] keeps its 1 here).
     pub format_version: u32,
-    /// Size of this header in bytes (320).
+    /// Size of this header in bytes (384; 320 in version 1).
     pub header_len: u32,
     /// Vector dimension.
     pub dim: u32,
@@ -102,27 +121,64 @@ pub struct Header {
     pub code_stride: u32,
     /// u64 words per row in the signs section: `ceil(dim / 64)`.
     pub sign_words: u32,
-    /// [`SECTION_COUNT`].
+    /// [`SECTION_COUNT`] ([`SECTION_COUNT_V1`] in version 1).
     pub section_count: u32,
     /// Number of rows.
     pub count: u64,
-    /// Generation number, chosen by the caller (monotonic per table).
+    /// Generation number, chosen by the caller (monotonic per table; a segment's sequence).
     pub generation: u64,
     /// Opaque change-log head the generation was built from.
     pub changelog_head: u64,
     /// Schema version of the source the generation was built from.
     pub schema_version: u32,
-    /// Dimension of the embedder (equals `dim` in this version).
+    /// Dimension of the embedder (equals `dim`).
     pub embed_dim: u32,
     /// Section table.
     pub sections: [SectionEntry; SECTION_COUNT],
+    /// Zero.
+    pub reserved: [u64; 8],
+}
+
+/// The fixed 320-byte header of version 1, read only.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Pod, Zeroable)]
+pub struct HeaderV1 {
+    /// [`MAGIC`].
+    pub magic: [u8; 8],
+    /// 1.
+    pub format_version: u32,
+    /// 320.
+    pub header_len: u32,
+    /// Vector dimension.
+    pub dim: u32,
+    /// Bytes per row in the codes section.
+    pub code_stride: u32,
+    /// u64 words per row in the signs section.
+    pub sign_words: u32,
+    /// 14.
+    pub section_count: u32,
+    /// Number of rows.
+    pub count: u64,
+    /// Generation number.
+    pub generation: u64,
+    /// Opaque change-log head.
+    pub changelog_head: u64,
+    /// Schema version of the source.
+    pub schema_version: u32,
+    /// Dimension of the embedder.
+    pub embed_dim: u32,
+    /// Section table.
+    pub sections: [SectionEntry; SECTION_COUNT_V1],
     /// Zero.
     pub reserved: [u64; 4],
 }
 
 /// Size of [`Header`] in bytes.
 pub const HEADER_LEN: usize = std::mem::size_of::<Header>();
-const _: () = assert!(HEADER_LEN == 320 && HEADER_LEN.is_multiple_of(ALIGN));
+/// Size of [`HeaderV1`] in bytes.
+pub const HEADER_LEN_V1: usize = std::mem::size_of::<HeaderV1>();
+const _: () = assert!(HEADER_LEN == 384 && HEADER_LEN.is_multiple_of(ALIGN));
+const _: () = assert!(HEADER_LEN_V1 == 320 && HEADER_LEN_V1.is_multiple_of(ALIGN));
 
 /// A checked vector dimension, with the row strides that follow from it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -132,7 +188,7 @@ impl Dim {
     /// Checks `1 <= dim <= MAX_DIM`.
     pub fn new(dim: usize) -> Result<Self> {
         if dim == 0 || dim > MAX_DIM {
-            return Err(Error::DimUnsupported { dim });
+            return Err(crate::error::Error::DimUnsupported { dim });
         }
         Ok(Self(dim as u32))
     }
@@ -159,10 +215,14 @@ pub fn align_up(n: u64) -> Option<u64> {
         .map(|v| v / ALIGN as u64 * ALIGN as u64)
 }
 
-/// Lays sections out in order after the header; returns the table and the file length.
-pub fn layout(lens: &[u64; SECTION_COUNT]) -> Option<([SectionEntry; SECTION_COUNT], u64)> {
-    let mut table = [SectionEntry::default(); SECTION_COUNT];
-    let mut at = HEADER_LEN as u64;
+/// Lays sections out in order after a header of `header_len` bytes; returns the table and the
+/// file length.
+pub fn layout<const N: usize>(
+    header_len: usize,
+    lens: &[u64; N],
+) -> Option<([SectionEntry; N], u64)> {
+    let mut table = [SectionEntry::default(); N];
+    let mut at = header_len as u64;
     for (entry, &len) in table.iter_mut().zip(lens) {
         *entry = SectionEntry { offset: at, len };
         at = align_up(at.checked_add(len)?)?;
@@ -170,9 +230,9 @@ pub fn layout(lens: &[u64; SECTION_COUNT]) -> Option<([SectionEntry; SECTION_COU
     Some((table, at))
 }
 
-/// Fixed section lengths for `count` rows of dimension `dim` (dictionaries and model id are
-/// given by the caller).
-pub fn row_section_lens(count: u64, dim: Dim) -> Option<[(usize, u64); 9]> {
+/// Fixed section lengths for `count` rows of dimension `dim` (dictionaries, model id and
+/// tombstones are given by the caller). The last entry, `id_order`, exists in version 2 only.
+pub fn row_section_lens(count: u64, dim: Dim) -> Option<[(usize, u64); 10]> {
     let stride = dim.code_stride() as u64;
     let words = dim.sign_words() as u64;
     Some([
@@ -185,6 +245,7 @@ pub fn row_section_lens(count: u64, dim: Dim) -> Option<[(usize, u64); 9]> {
         (section::SCALE, count.checked_mul(4)?),
         (section::CODES, count.checked_mul(stride)?),
         (section::SIGNS, count.checked_mul(words)?.checked_mul(8)?),
+        (section::ID_ORDER, count.checked_mul(4)?),
     ])
 }
 
@@ -208,272 +269,14 @@ pub fn encode_dictionary(entries: &[&str]) -> Vec<u8> {
 /// A validated file: the header and the byte range of each section.
 #[derive(Clone, Debug)]
 pub struct Validated {
-    /// The header, copied out.
+    /// The header, in the version 2 shape; a version 1 file keeps `format_version == 1`, its
+    /// own `header_len` and `section_count`, and empty `tombstones` and `id_order` entries at
+    /// the end of the file.
     pub header: Header,
-    /// Byte range of each section.
+    /// Byte range of each section (version 1: the last two are empty).
     pub ranges: [Range<usize>; SECTION_COUNT],
     /// Parsed dictionaries (agent, project, channel, source).
     pub dictionaries: [Vec<Box<str>>; 4],
     /// The embedder's model id.
     pub model_id: Box<str>,
-}
-
-fn corrupt(section: &'static str, reason: &'static str, offset: u64) -> Error {
-    Error::Corrupt {
-        section,
-        reason,
-        offset,
-    }
-}
-
-/// Checks everything a search relies on, once: magic, version, header fields, section layout,
-/// sizes and alignment, zero padding, dictionaries, codes within dictionaries, finite scales,
-/// and the row order. `bytes` must start at an address aligned to 8 (the owner guarantees 64).
-pub fn validate(bytes: &[u8]) -> Result<Validated> {
-    let mut magic = [0u8; 8];
-    let n = bytes.len().min(8);
-    magic[..n].copy_from_slice(&bytes[..n]);
-    if magic != MAGIC {
-        return Err(Error::Magic { found: magic });
-    }
-    let Some(head) = bytes.get(..HEADER_LEN) else {
-        // A short file may still tell its version; report that before the truncation.
-        if let Some(v) = bytes.get(8..12) {
-            let found = u32::from_le_bytes([v[0], v[1], v[2], v[3]]);
-            if found != FORMAT_VERSION {
-                return Err(Error::Version {
-                    found,
-                    supported: FORMAT_VERSION,
-                });
-            }
-        }
-        return Err(corrupt(
-            "header",
-            "file shorter than the header",
-            bytes.len() as u64,
-        ));
-    };
-    let header: Header =
-        *bytemuck::try_from_bytes(head).map_err(|_| corrupt("header", "misaligned buffer", 0))?;
-    if header.format_version != FORMAT_VERSION {
-        return Err(Error::Version {
-            found: header.format_version,
-            supported: FORMAT_VERSION,
-        });
-    }
-    if header.header_len as usize != HEADER_LEN {
-        return Err(corrupt("header", "header_len", 12));
-    }
-    let dim = Dim::new(header.dim as usize).map_err(|_| corrupt("header", "dim", 16))?;
-    if header.code_stride as usize != dim.code_stride() {
-        return Err(corrupt("header", "code_stride", 20));
-    }
-    if header.sign_words as usize != dim.sign_words() {
-        return Err(corrupt("header", "sign_words", 24));
-    }
-    if header.section_count as usize != SECTION_COUNT {
-        return Err(corrupt("header", "section_count", 28));
-    }
-    if header.embed_dim != header.dim {
-        return Err(corrupt("header", "embed_dim differs from dim", 60));
-    }
-    if header.count > u64::from(u32::MAX) {
-        return Err(corrupt("header", "count", 32));
-    }
-    if header.reserved != [0; 4] {
-        return Err(corrupt("header", "reserved not zero", 288));
-    }
-    let count = header.count;
-    let mut lens = header.sections.map(|s| s.len);
-    let fixed = row_section_lens(count, dim).ok_or(corrupt("header", "count", 32))?;
-    for (idx, want) in fixed {
-        if lens[idx] != want {
-            return Err(corrupt(
-                section::NAMES[idx],
-                "length",
-                64 + 16 * idx as u64 + 8,
-            ));
-        }
-        lens[idx] = want;
-    }
-    let (table, file_len) =
-        layout(&lens).ok_or(corrupt("header", "section lengths overflow", 64))?;
-    for (idx, (got, want)) in header.sections.iter().zip(&table).enumerate() {
-        if got != want {
-            return Err(corrupt(section::NAMES[idx], "offset", 64 + 16 * idx as u64));
-        }
-    }
-    if (bytes.len() as u64) < file_len {
-        return Err(corrupt("file", "truncated", bytes.len() as u64));
-    }
-    if bytes.len() as u64 != file_len {
-        return Err(corrupt("file", "trailing bytes", file_len));
-    }
-    // Every offset fits in usize now: the file is in memory and at least that long.
-    let ranges: [Range<usize>; SECTION_COUNT] =
-        table.map(|s| s.offset as usize..(s.offset + s.len) as usize);
-    // FORMAT: padding between sections is zero, so equal rows always give equal bytes.
-    let mut prev_end = HEADER_LEN;
-    for (idx, range) in ranges.iter().enumerate() {
-        if bytes[prev_end..range.start].iter().any(|&b| b != 0) {
-            return Err(corrupt(
-                section::NAMES[idx],
-                "padding not zero",
-                prev_end as u64,
-            ));
-        }
-        prev_end = range.end;
-    }
-    if bytes[prev_end..].iter().any(|&b| b != 0) {
-        return Err(corrupt("file", "padding not zero", prev_end as u64));
-    }
-
-    let model_bytes = &bytes[ranges[section::MODEL_ID].clone()];
-    if model_bytes.len() > MAX_STRING {
-        return Err(corrupt(
-            "model_id",
-            "too long",
-            ranges[section::MODEL_ID].start as u64,
-        ));
-    }
-    let model_id: Box<str> = std::str::from_utf8(model_bytes)
-        .map_err(|_| {
-            corrupt(
-                "model_id",
-                "not utf-8",
-                ranges[section::MODEL_ID].start as u64,
-            )
-        })?
-        .into();
-
-    let dict_sections = [
-        section::DICT_AGENT,
-        section::DICT_PROJECT,
-        section::DICT_CHANNEL,
-        section::DICT_SOURCE,
-    ];
-    let mut dictionaries: [Vec<Box<str>>; 4] = Default::default();
-    for (slot, &idx) in dictionaries.iter_mut().zip(&dict_sections) {
-        *slot = parse_dictionary(bytes, ranges[idx].clone(), section::NAMES[idx])?;
-    }
-    let code_sections = [
-        section::AGENT,
-        section::PROJECT,
-        section::CHANNEL,
-        section::SOURCE,
-    ];
-    for (dict, &idx) in dictionaries.iter().zip(&code_sections) {
-        let codes: &[u32] = cast(bytes, &ranges[idx], section::NAMES[idx])?;
-        if let Some(pos) = codes.iter().position(|&c| c as usize >= dict.len()) {
-            let at = ranges[idx].start as u64 + 4 * pos as u64;
-            return Err(corrupt(
-                section::NAMES[idx],
-                "code outside its dictionary",
-                at,
-            ));
-        }
-    }
-    let scales: &[f32] = cast(bytes, &ranges[section::SCALE], "scale")?;
-    if let Some(pos) = scales.iter().position(|s| !s.is_finite() || *s < 0.0) {
-        let at = ranges[section::SCALE].start as u64 + 4 * pos as u64;
-        return Err(corrupt("scale", "negative or non-finite", at));
-    }
-    let ids: &[i64] = cast(bytes, &ranges[section::IDS], "ids")?;
-    let created: &[i64] = cast(bytes, &ranges[section::CREATED_AT], "created_at")?;
-    // FORMAT: rows are sorted created_at DESC, id ASC; the scan window and the created_at
-    // range search rely on it.
-    for pos in 1..ids.len() {
-        let ordered = created[pos - 1] > created[pos]
-            || (created[pos - 1] == created[pos] && ids[pos - 1] < ids[pos]);
-        if !ordered {
-            let at = ranges[section::CREATED_AT].start as u64 + 8 * pos as u64;
-            return Err(corrupt("created_at", "rows out of order", at));
-        }
-    }
-    // The big sections are cast once here so a misaligned buffer fails now, not in a search.
-    cast::<i8>(bytes, &ranges[section::CODES], "codes")?;
-    cast::<u64>(bytes, &ranges[section::SIGNS], "signs")?;
-    Ok(Validated {
-        header,
-        ranges,
-        dictionaries,
-        model_id,
-    })
-}
-
-/// Casts a section to a typed slice, checking size and alignment.
-pub fn cast<'a, T: Pod>(
-    bytes: &'a [u8],
-    range: &Range<usize>,
-    name: &'static str,
-) -> Result<&'a [T]> {
-    let raw = bytes
-        .get(range.clone())
-        .ok_or(corrupt(name, "out of bounds", range.start as u64))?;
-    bytemuck::try_cast_slice(raw).map_err(|_| corrupt(name, "misaligned", range.start as u64))
-}
-
-fn parse_dictionary(
-    bytes: &[u8],
-    range: Range<usize>,
-    name: &'static str,
-) -> Result<Vec<Box<str>>> {
-    let start = range.start as u64;
-    let raw = &bytes[range];
-    let read_u32 = |at: usize| -> Option<u32> {
-        let b = raw.get(at..at + 4)?;
-        Some(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-    };
-    let n = read_u32(0).ok_or(corrupt(name, "truncated", start))? as usize;
-    if n == 0 {
-        return Err(corrupt(name, "missing entry 0 (none)", start));
-    }
-    let table_end = n
-        .checked_add(1)
-        .and_then(|m| m.checked_mul(4))
-        .and_then(|m| m.checked_add(4))
-        .filter(|&end| end <= raw.len())
-        .ok_or(corrupt(name, "entry count exceeds section", start))?;
-    let text = &raw[table_end..];
-    let mut entries: Vec<Box<str>> = Vec::with_capacity(n);
-    let mut prev = 0usize;
-    for i in 0..=n {
-        let end = read_u32(4 + 4 * i).ok_or(corrupt(name, "truncated", start))? as usize;
-        if i == 0 {
-            if end != 0 {
-                return Err(corrupt(name, "first offset not zero", start + 4));
-            }
-            continue;
-        }
-        if end < prev || end > text.len() || end - prev > MAX_STRING {
-            return Err(corrupt(
-                name,
-                "entry offset out of bounds",
-                start + 4 + 4 * i as u64,
-            ));
-        }
-        let s = std::str::from_utf8(&text[prev..end])
-            .map_err(|_| corrupt(name, "entry not utf-8", start + (table_end + prev) as u64))?;
-        let ok = match entries.last() {
-            None => s.is_empty(),
-            Some(last) => !s.is_empty() && **last < *s,
-        };
-        if !ok {
-            return Err(corrupt(
-                name,
-                "entries not \"\" then sorted unique",
-                start + (table_end + prev) as u64,
-            ));
-        }
-        entries.push(s.into());
-        prev = end;
-    }
-    if prev != text.len() {
-        return Err(corrupt(
-            name,
-            "trailing bytes",
-            start + (table_end + prev) as u64,
-        ));
-    }
-    Ok(entries)
 }

@@ -4,6 +4,7 @@
 use std::fs::File;
 use std::io::Read;
 use std::path::Path;
+use std::sync::OnceLock;
 
 use crate::error::Result;
 use crate::format::{self, Dim, section};
@@ -74,6 +75,8 @@ pub struct Generation {
     layout: format::Validated,
     dim: Dim,
     kernels: Kernels,
+    /// Version 1 files have no `id_order` section; it is computed on first use.
+    id_order_v1: OnceLock<Box<[u32]>>,
 }
 
 impl Generation {
@@ -105,6 +108,7 @@ impl Generation {
             layout,
             dim,
             kernels: Kernels::detect(),
+            id_order_v1: OnceLock::new(),
         })
     }
 
@@ -155,9 +159,14 @@ impl Generation {
         }
     }
 
-    /// The raw file header.
+    /// The file header in the version 2 shape (see [`format::Validated::header`]).
     pub fn header(&self) -> &format::Header {
         &self.layout.header
+    }
+
+    /// The file's format version (1 or 2).
+    pub fn format_version(&self) -> u32 {
+        self.layout.header.format_version
     }
 
     /// Quantises a query for this generation (checks its dimension).
@@ -188,6 +197,44 @@ impl Generation {
     /// Sign words, `dim().sign_words()` per row.
     pub fn signs(&self) -> &[u64] {
         self.section(section::SIGNS)
+    }
+
+    /// Ids this generation removes from the segments older than it, ascending (empty for a
+    /// version 1 file and for a generation built as a whole table).
+    pub fn tombstones(&self) -> &[i64] {
+        self.section(section::TOMBSTONES)
+    }
+
+    /// Row positions ordered by ascending id (read from the file in version 2, computed once
+    /// on first use for a version 1 file).
+    pub fn id_order(&self) -> &[u32] {
+        if self.format_version() >= 2 {
+            return self.section(section::ID_ORDER);
+        }
+        self.id_order_v1.get_or_init(|| {
+            let ids = self.ids();
+            let mut order: Vec<u32> = (0..ids.len() as u32).collect();
+            order.sort_unstable_by_key(|&p| (ids[p as usize], p));
+            order.into_boxed_slice()
+        })
+    }
+
+    /// The position of the row with id `id`, by binary search over [`Generation::id_order`].
+    pub fn position_of(&self, id: i64) -> Option<u32> {
+        let ids = self.ids();
+        let order = self.id_order();
+        order
+            .binary_search_by(|&p| ids[p as usize].cmp(&id))
+            .ok()
+            .map(|i| order[i])
+    }
+
+    /// The four isolation labels of row `row` (`""` for none).
+    pub fn labels(&self, row: usize) -> [&str; 4] {
+        ScopeField::ALL.map(|field| {
+            let code = self.scope_codes(field)[row];
+            self.name(field, code).unwrap_or("")
+        })
     }
 
     /// The dictionary codes of one isolation column, one per row.

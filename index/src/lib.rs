@@ -7,6 +7,9 @@
 //! renamed into place, and read through a memory map by [`Generation::open`], which validates
 //! it once. [`Generation::search`] runs a filtered top-k (exact int8, or sign-bit prefilter
 //! then int8 re-rank) on a rayon pool; [`TailRows`] scans rows held in memory the same way.
+//! [`segment`] keeps a table's index fresh without rebuilds: immutable segments (generation
+//! files whose rows and tombstones shadow older copies), a manifest swapped atomically, merges
+//! under a log-structured policy, and a search over them that equals one fresh generation.
 //! This crate must never know about SQLite, MCP, async or JSON.
 
 pub mod error;
@@ -21,6 +24,7 @@ mod prefilter;
 pub mod quantize;
 mod rerank;
 pub mod scan;
+pub mod segment;
 pub mod topk;
 pub mod writer;
 
@@ -33,4 +37,4 @@ pub use kernels::{Isa, Kernels};
 pub use quantize::QueryCodes;
 pub use scan::{Bounds, DEFAULT_CANDIDATES, NearFar, ScanConfig, SearchMode, SearchResult};
 pub use topk::{BestK, Hit, Ranked, TopHits};
-pub use writer::{GenerationWriter, Row, Scope, WriteSummary};
+pub use writer::{GenerationWriter, QuantizedRow, Row, Scope, WriteSummary};

@@ -1,18 +1,22 @@
 //! The sign-bit prefilter: Hamming distance between the query's sign words and each admitted
 //! row's picks the best C candidates for the int8 re-rank. It only selects; it never scores.
 
+use std::sync::atomic::{AtomicU32, Ordering as AtomicOrdering};
+
 use crate::filter::{RowFilter, ScopeColumns};
 use crate::kernels::Kernels;
 use crate::quantize::QueryCodes;
 use crate::rerank::BLOCK_ROWS;
 
-/// A prefilter candidate, ordered by (Hamming distance, id, row): smaller is better.
-pub(crate) type Candidate = (u32, i64, u32);
+/// A prefilter candidate, ordered by (Hamming distance, id, part, row): smaller is better. A
+/// part is one generation of a multi-part scan (a segment); ids are unique among the rows a
+/// search admits, so part and row only make the order total.
+pub(crate) type Candidate = (u32, i64, u32, u32);
 
-/// The columns the prefilter reads.
+/// The columns the prefilter reads, of part `part`.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct SignColumns<'a> {
-    pub(crate) ids: &'a [i64],
+    pub(crate) part: u32,
     pub(crate) signs: &'a [u64],
     pub(crate) words: usize,
 }
@@ -29,25 +33,27 @@ pub(crate) struct PassCounts {
 /// the list reaches twice the capacity, a histogram of its distances (integers in
 /// `0..=bits`) gives the exact distance of the capacity-th best, the list keeps what is at or
 /// under it, and that distance becomes the threshold. A row then costs one compare. The list
-/// holds (distance, row) only: a row's id (the tie-break) is read when a cut falls in a tie.
+/// holds (distance, part, row) only: a row's id (the tie-break) is read when a cut falls in a
+/// tie. One selection may take rows of several parts, so a scan task can cover several small
+/// segments and still reach a tight threshold.
 #[derive(Clone, Debug)]
 pub(crate) struct Selection<'a> {
-    ids: &'a [i64],
+    ids: &'a [&'a [i64]],
     capacity: usize,
     threshold: u32,
-    items: Vec<(u32, u32)>,
+    items: Vec<(u32, u32, u32)>,
     histogram: Vec<u32>,
 }
 
 impl<'a> Selection<'a> {
     /// An empty selection of at most `capacity` candidates with distances in `0..=bits`, among
-    /// rows whose ids are `ids`.
-    pub(crate) fn new(ids: &'a [i64], capacity: usize, bits: usize) -> Self {
+    /// rows whose ids are `ids[part][row]`.
+    pub(crate) fn new(ids: &'a [&'a [i64]], capacity: usize, bits: usize) -> Self {
         Self {
             ids,
             capacity,
             threshold: u32::MAX,
-            items: Vec::with_capacity(Self::limit(capacity).min(1 << 20)),
+            items: Vec::with_capacity(Self::limit(capacity).min(1 << 16)),
             histogram: vec![0; bits + 1],
         }
     }
@@ -56,11 +62,11 @@ impl<'a> Selection<'a> {
         capacity.saturating_mul(2).max(capacity + 64)
     }
 
-    /// Offers row `row` at Hamming distance `distance`.
+    /// Offers row `row` of part `part` at Hamming distance `distance`.
     #[inline]
-    pub(crate) fn offer(&mut self, distance: u32, row: u32) {
+    pub(crate) fn offer(&mut self, distance: u32, part: u32, row: u32) {
         if distance <= self.threshold {
-            self.items.push((distance, row));
+            self.items.push((distance, part, row));
             if self.items.len() >= Self::limit(self.capacity) {
                 self.compact();
             }
@@ -96,16 +102,19 @@ impl<'a> Selection<'a> {
         if self.items.len() > self.capacity {
             let ids = self.ids;
             self.items
-                .select_nth_unstable_by_key(self.capacity - 1, |&(d, r)| (d, ids[r as usize], r));
+                .select_nth_unstable_by_key(self.capacity - 1, |&(d, p, r)| {
+                    (d, ids[p as usize][r as usize], p, r)
+                });
             self.items.truncate(self.capacity);
         }
         self.threshold = threshold;
     }
 
-    /// Adds everything `other` kept.
+    /// Adds everything `other` kept (the scan merges candidates of several parts itself).
+    #[cfg(test)]
     pub(crate) fn merge(&mut self, other: Self) {
-        for (distance, row) in other.items {
-            self.offer(distance, row);
+        for (distance, part, row) in other.items {
+            self.offer(distance, part, row);
         }
     }
 
@@ -115,13 +124,16 @@ impl<'a> Selection<'a> {
         let ids = self.ids;
         self.items
             .into_iter()
-            .map(|(d, r)| (d, ids[r as usize], r))
+            .map(|(d, p, r)| (d, ids[p as usize][r as usize], p, r))
             .collect()
     }
 }
 
 impl SignColumns<'_> {
-    /// Offers every admitted row of `rows` to `best`, a block at a time.
+    /// Offers every admitted row of `rows` to `best`, a block at a time. `shared` is the
+    /// threshold every selection of the same list publishes (see [`SharedThreshold`]): rows
+    /// above it are not offered, since enough rows at or under it exist elsewhere.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn select(
         &self,
         kernels: &Kernels,
@@ -130,6 +142,7 @@ impl SignColumns<'_> {
         filter: &RowFilter,
         scopes: Option<&ScopeColumns<'_>>,
         best: &mut Selection<'_>,
+        shared: &SharedThreshold,
     ) -> PassCounts {
         let mut counts = PassCounts::default();
         let mut distances = [0u32; BLOCK_ROWS];
@@ -139,28 +152,68 @@ impl SignColumns<'_> {
             let n = (rows.end - start).min(BLOCK_ROWS);
             let block = &self.signs[start * self.words..(start + n) * self.words];
             kernels.hamming_batch(query.signs(), block, &mut distances[..n]);
-            // PERF: the threshold lives in a register and is tested first: it rejects almost
-            // every row with one well-predicted compare, before the (unpredictable) mask.
-            let mut threshold = best.threshold;
             let admitted = match scopes {
-                None => None,
+                None => {
+                    counts.admitted += n as u64;
+                    None
+                }
                 Some(scopes) => {
                     counts.admitted += scopes.admit_mask(filter, start, &mut mask[..n]) as u64;
                     Some(&mask[..n])
                 }
             };
-            if admitted.is_none() {
-                counts.admitted += n as u64;
-            }
-            for (offset, &distance) in distances[..n].iter().enumerate() {
-                if distance <= threshold && admitted.is_none_or(|m| m[offset] != 0) {
-                    best.offer(distance, (start + offset) as u32);
-                    threshold = best.threshold;
+            let published = shared.get();
+            let mut threshold = best.threshold.min(published);
+            // PERF: a group of rows is tested against the threshold in one branch-free pass
+            // (vectorised), and only a group holding a row at or under it is walked. Once the
+            // threshold has settled almost every group is rejected whole, so the scan costs a
+            // compare per row and no unpredictable branch.
+            for (g, group) in distances[..n].chunks(GROUP_ROWS).enumerate() {
+                let any = group.iter().fold(false, |acc, &d| acc | (d <= threshold));
+                if !any {
+                    continue;
                 }
+                let base = g * GROUP_ROWS;
+                for (i, &distance) in group.iter().enumerate() {
+                    let offset = base + i;
+                    if distance <= threshold && admitted.is_none_or(|m| m[offset] != 0) {
+                        best.offer(distance, self.part, (start + offset) as u32);
+                        threshold = best.threshold.min(published);
+                    }
+                }
+            }
+            if best.threshold < published {
+                shared.lower_to(best.threshold);
             }
             start += n;
         }
         counts
+    }
+}
+
+/// Rows tested against the threshold per branch.
+const GROUP_ROWS: usize = 16;
+
+/// The lowest threshold any selection of one list has reached, shared by the rayon tasks of
+/// that list. A selection's threshold is the distance of its `capacity`-th best candidate, so
+/// at least `capacity` admitted rows lie at or under it: no row above it can be among the
+/// list's best `capacity`, whatever task scans it. Filtering by it changes no result (ties at
+/// it are still offered), only how many rows each task offers; a task that starts after
+/// another has settled skips its warm-up.
+#[derive(Debug)]
+pub(crate) struct SharedThreshold(AtomicU32);
+
+impl SharedThreshold {
+    pub(crate) fn new() -> Self {
+        Self(AtomicU32::new(u32::MAX))
+    }
+
+    fn get(&self) -> u32 {
+        self.0.load(AtomicOrdering::Relaxed)
+    }
+
+    fn lower_to(&self, threshold: u32) {
+        self.0.fetch_min(threshold, AtomicOrdering::Relaxed);
     }
 }
 

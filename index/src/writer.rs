@@ -9,7 +9,11 @@
 //! per-row keys stay in memory (id, created_at, four codes, scale: 36 bytes a row, 36 MB for a
 //! million rows), since their sections precede the codes in the file and the row count is not
 //! known until the end. `finish` writes header, keys and dictionaries, then copies the spill
-//! files in, fsyncs, renames, and fsyncs the directory.
+//! files in, then the tombstones and the id order, fsyncs, renames, and fsyncs the directory.
+//!
+//! A merge hands rows already quantised ([`GenerationWriter::push_quantized`]): their codes,
+//! scale and sign words are copied, never re-derived, and equal what quantising the original
+//! vector gives, so a merged segment has the bytes of a fresh build of its rows.
 
 use std::collections::HashMap;
 use std::fs::{self, File, OpenOptions};
@@ -48,6 +52,23 @@ pub struct Row<'a> {
     pub vector: &'a [f32],
 }
 
+/// One row already quantised (a row read back from a generation, for a merge).
+#[derive(Clone, Copy, Debug)]
+pub struct QuantizedRow<'a> {
+    /// The caller's id; unique within a generation.
+    pub id: i64,
+    /// Creation time, UTC milliseconds.
+    pub created_at: i64,
+    /// Isolation labels.
+    pub scope: Scope<'a>,
+    /// Int8 codes: `dim` or `code_stride` long (bytes past `dim` must be zero).
+    pub codes: &'a [i8],
+    /// The row's scale, finite and >= 0.
+    pub scale: f32,
+    /// Sign words, `sign_words` long.
+    pub signs: &'a [u64],
+}
+
 /// What `finish` wrote.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WriteSummary {
@@ -72,6 +93,7 @@ pub struct GenerationWriter {
     signs_spill: Spill,
     code_buf: Vec<i8>,
     sign_buf: Vec<u64>,
+    tombstones: Vec<i64>,
 }
 
 impl GenerationWriter {
@@ -98,6 +120,7 @@ impl GenerationWriter {
             scope_codes: Default::default(),
             code_buf: vec![0; dim.code_stride()],
             sign_buf: vec![0; dim.sign_words()],
+            tombstones: Vec::new(),
         })
     }
 
@@ -116,42 +139,85 @@ impl GenerationWriter {
 
     /// Appends one row; rows must come created_at DESC, id ASC.
     pub fn push(&mut self, row: &Row<'_>) -> Result<()> {
+        let position = self.check_key(row.id, row.created_at)?;
+        check_vector(row.vector, self.dim, position)?;
+        let codes = self.intern(&row.scope)?;
+        self.code_buf.fill(0);
+        self.sign_buf.fill(0);
+        let scale = quantize_into(row.vector, &mut self.code_buf, &mut self.sign_buf);
+        self.append(row.id, row.created_at, codes, scale)
+    }
+
+    /// Appends one row already quantised (codes, scale and sign words copied as they are);
+    /// rows must come created_at DESC, id ASC.
+    pub fn push_quantized(&mut self, row: &QuantizedRow<'_>) -> Result<()> {
+        let position = self.check_key(row.id, row.created_at)?;
+        let (dim, stride) = (self.dim.get(), self.dim.code_stride());
+        if !(row.codes.len() == dim || row.codes.len() == stride)
+            || row.signs.len() != self.dim.sign_words()
+        {
+            return Err(Error::Dim {
+                expected: dim,
+                found: row.codes.len(),
+            });
+        }
+        if !row.scale.is_finite() || row.scale < 0.0 {
+            return Err(Error::NonFinite { row: position });
+        }
+        let codes = self.intern(&row.scope)?;
+        self.code_buf.fill(0);
+        self.code_buf[..dim].copy_from_slice(&row.codes[..dim]);
+        self.sign_buf.copy_from_slice(row.signs);
+        self.append(row.id, row.created_at, codes, row.scale)
+    }
+
+    /// Ids this generation removes from the segments older than it (any order, duplicates
+    /// allowed; stored sorted and unique). Replaces what an earlier call set.
+    pub fn set_tombstones(&mut self, ids: impl IntoIterator<Item = i64>) -> Result<()> {
+        let mut ids: Vec<i64> = ids.into_iter().collect();
+        ids.sort_unstable();
+        ids.dedup();
+        if ids.len() > u32::MAX as usize {
+            return Err(Error::TooMany { what: "tombstones" });
+        }
+        self.tombstones = ids;
+        Ok(())
+    }
+
+    /// Checks the row order against the previous row; returns the new row's position.
+    fn check_key(&self, id: i64, created_at: i64) -> Result<u64> {
         let position = self.ids.len() as u64;
         if position >= u64::from(u32::MAX) {
             return Err(Error::TooMany { what: "rows" });
         }
         if let (Some(&last_id), Some(&last_at)) = (self.ids.last(), self.created_at.last()) {
-            let ordered =
-                last_at > row.created_at || (last_at == row.created_at && last_id < row.id);
+            let ordered = last_at > created_at || (last_at == created_at && last_id < id);
             if !ordered {
-                return Err(Error::RowOrder {
-                    position,
-                    id: row.id,
-                });
+                return Err(Error::RowOrder { position, id });
             }
         }
-        check_vector(row.vector, self.dim, position)?;
-        let labels = [
-            row.scope.agent,
-            row.scope.project,
-            row.scope.channel,
-            row.scope.source,
-        ];
+        Ok(position)
+    }
+
+    fn intern(&mut self, scope: &Scope<'_>) -> Result<[u32; 4]> {
+        let labels = [scope.agent, scope.project, scope.channel, scope.source];
         let mut codes = [0u32; 4];
         for ((code, interner), label) in codes.iter_mut().zip(&mut self.scopes).zip(labels) {
             *code = interner.intern(label)?;
         }
-        self.code_buf.fill(0);
-        self.sign_buf.fill(0);
-        let scale = quantize_into(row.vector, &mut self.code_buf, &mut self.sign_buf);
+        Ok(codes)
+    }
+
+    /// Streams `code_buf` and `sign_buf` to the spill files and keeps the row's keys.
+    fn append(&mut self, id: i64, created_at: i64, codes: [u32; 4], scale: f32) -> Result<()> {
         self.codes_spill
             .writer
             .write_all(bytemuck::cast_slice(&self.code_buf))?;
         for word in &self.sign_buf {
             self.signs_spill.writer.write_all(&word.to_le_bytes())?;
         }
-        self.ids.push(row.id);
-        self.created_at.push(row.created_at);
+        self.ids.push(id);
+        self.created_at.push(created_at);
         self.scales.push(scale);
         for (column, code) in self.scope_codes.iter_mut().zip(codes) {
             column.push(code);
@@ -175,7 +241,21 @@ impl GenerationWriter {
         for (idx, len) in fixed {
             lens[idx] = len;
         }
-        let (sections, file_len) = format::layout(&lens).ok_or(Error::TooMany { what: "rows" })?;
+        lens[section::TOMBSTONES] = self.tombstones.len() as u64 * 8;
+        // FORMAT: the id order is the row positions sorted by id; equal neighbours are a
+        // duplicate id, which the row order alone cannot catch across created_at values.
+        let mut id_order: Vec<u32> = (0..count as u32).collect();
+        id_order.sort_unstable_by_key(|&p| self.ids[p as usize]);
+        if let Some(pair) = id_order
+            .windows(2)
+            .find(|w| self.ids[w[0] as usize] == self.ids[w[1] as usize])
+        {
+            return Err(Error::DuplicateId {
+                id: self.ids[pair[0] as usize],
+            });
+        }
+        let (sections, file_len) =
+            format::layout(format::HEADER_LEN, &lens).ok_or(Error::TooMany { what: "rows" })?;
         let header = Header {
             magic: format::MAGIC,
             format_version: format::FORMAT_VERSION,
@@ -190,7 +270,7 @@ impl GenerationWriter {
             schema_version: self.meta.source.schema_version,
             embed_dim: self.dim.get() as u32,
             sections,
-            reserved: [0; 4],
+            reserved: [0; 8],
         };
 
         let tmp_path = sibling_name(&self.target, "tmp");
@@ -248,6 +328,16 @@ impl GenerationWriter {
         self.codes_spill.copy_into(&mut out)?;
         out.pad_to(sections[section::SIGNS].offset)?;
         self.signs_spill.copy_into(&mut out)?;
+        put(
+            &mut out,
+            section::TOMBSTONES,
+            &le_bytes(&self.tombstones, |v| v.to_le_bytes()),
+        )?;
+        put(
+            &mut out,
+            section::ID_ORDER,
+            &le_bytes(&id_order, |v| v.to_le_bytes()),
+        )?;
         out.pad_to(file_len)?;
         let file = out.inner.into_inner().map_err(|e| e.into_error())?;
         file.sync_all()?;
@@ -339,8 +429,9 @@ impl Spill {
     }
 }
 
+/// Removes a file when dropped, unless disarmed (`.0 = None`).
 #[derive(Debug)]
-struct RemoveOnDrop(Option<PathBuf>);
+pub(crate) struct RemoveOnDrop(pub(crate) Option<PathBuf>);
 
 impl Drop for RemoveOnDrop {
     fn drop(&mut self) {
@@ -384,7 +475,7 @@ fn le_bytes<T: Copy, const N: usize>(values: &[T], f: impl Fn(T) -> [u8; N]) -> 
 }
 
 /// `.<name>.<what>-<pid>-<n>` in the target's directory, so the rename stays on one filesystem.
-fn sibling_name(target: &Path, what: &str) -> PathBuf {
+pub(crate) fn sibling_name(target: &Path, what: &str) -> PathBuf {
     static NEXT: AtomicU64 = AtomicU64::new(0);
     let n = NEXT.fetch_add(1, Ordering::Relaxed);
     let name = target
@@ -394,7 +485,7 @@ fn sibling_name(target: &Path, what: &str) -> PathBuf {
     target.with_file_name(format!(".{name}.{what}-{}-{n}", std::process::id()))
 }
 
-fn sync_parent(target: &Path) -> Result<()> {
+pub(crate) fn sync_parent(target: &Path) -> Result<()> {
     let parent = match target.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),

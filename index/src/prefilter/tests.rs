@@ -4,9 +4,12 @@
 use proptest::prelude::*;
 
 use super::*;
+
+/// A candidate of one part: (distance, id, row).
+type One = (u32, i64, u32);
 use crate::filter::{CodeSet, RowSet, compact_positions};
 
-fn reference(items: &[Candidate], capacity: usize) -> Vec<Candidate> {
+fn reference(items: &[One], capacity: usize) -> Vec<One> {
     let mut sorted = items.to_vec();
     sorted.sort_unstable();
     sorted.truncate(capacity);
@@ -14,7 +17,7 @@ fn reference(items: &[Candidate], capacity: usize) -> Vec<Candidate> {
 }
 
 /// The ids column of `items`, indexed by their rows (rows must be `0..items.len()`).
-fn ids_of(items: &[Candidate]) -> Vec<i64> {
+fn ids_of(items: &[One]) -> Vec<i64> {
     let mut ids = vec![0; items.len()];
     for c in items {
         ids[c.2 as usize] = c.1;
@@ -22,12 +25,19 @@ fn ids_of(items: &[Candidate]) -> Vec<i64> {
     ids
 }
 
-fn offer(selection: &mut Selection<'_>, c: Candidate) {
-    selection.offer(c.0, c.2);
+fn offer(selection: &mut Selection<'_>, c: One) {
+    selection.offer(c.0, 0, c.2);
 }
 
-fn selected(selection: Selection<'_>) -> Vec<Candidate> {
-    let mut kept = selection.into_candidates();
+fn selected(selection: Selection<'_>) -> Vec<One> {
+    let mut kept: Vec<One> = selection
+        .into_candidates()
+        .into_iter()
+        .map(|(d, id, part, row)| {
+            assert_eq!(part, 0);
+            (d, id, row)
+        })
+        .collect();
     kept.sort_unstable();
     kept
 }
@@ -39,20 +49,22 @@ proptest! {
         capacity in 0usize..120,
         split in 0usize..600,
     ) {
-        let items: Vec<Candidate> =
+        let items: Vec<One> =
             raw.iter().enumerate().map(|(row, &(d, id))| (d, id, row as u32)).collect();
         let want = reference(&items, capacity);
 
         let ids = ids_of(&items);
-        let mut whole = Selection::new(&ids, capacity, 7);
+
+        let parts = [&ids[..]];
+        let mut whole = Selection::new(&parts, capacity, 7);
         for &c in &items {
             offer(&mut whole, c);
         }
         prop_assert_eq!(selected(whole), want.clone());
 
         let split = split.min(items.len());
-        let mut left = Selection::new(&ids, capacity, 7);
-        let mut right = Selection::new(&ids, capacity, 7);
+        let mut left = Selection::new(&parts, capacity, 7);
+        let mut right = Selection::new(&parts, capacity, 7);
         for &c in &items[..split] {
             offer(&mut left, c);
         }
@@ -68,12 +80,13 @@ proptest! {
 fn ties_at_the_threshold_are_broken_by_id_then_row() {
     // 500 candidates at distance 3, 10 at distance 1: the best 100 are the 10 plus the 90
     // smallest ids at distance 3, whatever order they arrive in.
-    let mut items: Vec<Candidate> = (0..500u32)
+    let mut items: Vec<One> = (0..500u32)
         .map(|row| (3, i64::from((row * 7919) % 500), row))
         .collect();
     items.extend((500..510u32).map(|row| (1, 1000 + i64::from(row), row)));
     let ids = ids_of(&items);
-    let mut selection = Selection::new(&ids, 100, 384);
+    let parts = [&ids[..]];
+    let mut selection = Selection::new(&parts, 100, 384);
     for &c in items.iter().rev() {
         offer(&mut selection, c);
     }
@@ -85,10 +98,11 @@ fn ties_at_the_threshold_are_broken_by_id_then_row() {
 
 #[test]
 fn capacity_at_or_above_the_offered_count_keeps_everything() {
-    let items: Vec<Candidate> = (0..50u32).map(|r| (r % 5, i64::from(r), r)).collect();
+    let items: Vec<One> = (0..50u32).map(|r| (r % 5, i64::from(r), r)).collect();
     let ids = ids_of(&items);
+    let parts = [&ids[..]];
     for capacity in [50, 51, 1000] {
-        let mut selection = Selection::new(&ids, capacity, 384);
+        let mut selection = Selection::new(&parts, capacity, 384);
         for &c in &items {
             offer(&mut selection, c);
         }
@@ -98,20 +112,26 @@ fn capacity_at_or_above_the_offered_count_keeps_everything() {
 
 #[test]
 fn empty_and_zero_capacity_keep_nothing() {
-    assert!(Selection::new(&[], 10, 384).into_candidates().is_empty());
+    assert!(
+        Selection::new(&[&[][..]; 1], 10, 384)
+            .into_candidates()
+            .is_empty()
+    );
     let ids: Vec<i64> = (0..500).collect();
-    let mut zero = Selection::new(&ids, 0, 384);
+    let parts = [&ids[..]];
+    let mut zero = Selection::new(&parts, 0, 384);
     for r in 0..500u32 {
-        zero.offer(r % 3, r);
+        zero.offer(r % 3, 0, r);
     }
     assert!(zero.into_candidates().is_empty());
 }
 
 #[test]
 fn distances_above_the_histogram_range_still_select_correctly() {
-    let items: Vec<Candidate> = (0..300u32).map(|r| (1000 - r, i64::from(r), r)).collect();
+    let items: Vec<One> = (0..300u32).map(|r| (1000 - r, i64::from(r), r)).collect();
     let ids = ids_of(&items);
-    let mut selection = Selection::new(&ids, 20, 64);
+    let parts = [&ids[..]];
+    let mut selection = Selection::new(&parts, 20, 64);
     for &c in &items {
         offer(&mut selection, c);
     }

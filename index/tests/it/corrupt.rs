@@ -77,17 +77,23 @@ fn foreign_magic_and_other_versions_are_named() {
         matches!(Generation::from_bytes(&bytes), Err(Error::Magic { found }) if found[0] == b'X')
     );
     let mut bytes = sample();
-    set_header(&mut bytes, |h| h.format_version = 2);
+    set_header(&mut bytes, |h| h.format_version = 3);
     assert!(matches!(
         Generation::from_bytes(&bytes),
         Err(Error::Version {
-            found: 2,
-            supported: 1
+            found: 3,
+            supported: 2
         })
     ));
     assert!(matches!(
         Generation::from_bytes(&bytes[..40]),
-        Err(Error::Version { found: 2, .. })
+        Err(Error::Version { found: 3, .. })
+    ));
+    let mut bytes = sample();
+    set_header(&mut bytes, |h| h.format_version = 0);
+    assert!(matches!(
+        Generation::from_bytes(&bytes),
+        Err(Error::Version { found: 0, .. })
     ));
     assert!(matches!(
         Generation::from_bytes(b"SQLite format 3\0"),

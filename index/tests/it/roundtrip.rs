@@ -71,6 +71,105 @@ fn exact_search_equals_brute_force_over_int8_on_any_thread_count() {
     }
 }
 
+/// The prefiltered mode by brute force: every admitted row's Hamming distance, the best `c`
+/// by (distance, id, row), int8-scored, the best `k` by the result order.
+fn brute_force_prefilter(
+    g: &Generation,
+    query: &[f32],
+    c: usize,
+    k: usize,
+    admit: impl Fn(usize) -> bool,
+) -> Vec<cpersona_index::Hit> {
+    let q = g.query(query).expect("query");
+    let words = g.dim().sign_words();
+    let mut ranked: Vec<(u32, i64, usize)> = (0..g.len())
+        .filter(|&r| admit(r))
+        .map(|r| {
+            let row = &g.signs()[r * words..(r + 1) * words];
+            let d: u32 = row
+                .iter()
+                .zip(q.signs())
+                .map(|(a, b)| (a ^ b).count_ones())
+                .sum();
+            (d, g.ids()[r], r)
+        })
+        .collect();
+    ranked.sort_unstable();
+    ranked.truncate(c);
+    let chosen: std::collections::HashSet<usize> = ranked.iter().map(|t| t.2).collect();
+    brute_force_int8(g, query, k, |r| chosen.contains(&r))
+}
+
+#[test]
+fn prefiltered_search_over_many_tasks_equals_brute_force_on_any_thread_count() {
+    // 70K rows of 64 dimensions: one sign word, so distances tie heavily, and more rows than
+    // one scan task takes, so tasks share their thresholds.
+    let dim = 64;
+    let mut rows = random_rows(17, 70_000, dim);
+    // random_rows repeats ids past 9973 rows; give each its own.
+    for (i, row) in rows.iter_mut().enumerate() {
+        row.id = (i as i64 * 7919) % 1_000_003;
+    }
+    crate::util::sort_newest_first(&mut rows);
+    // The same rows with only three distinct vectors: every distance is one of three values,
+    // so the c-th best ties with thousands of rows in every task and only ids decide.
+    let mut rng = StdRng::seed_from_u64(19);
+    let three = centroids(&mut rng, 3, dim);
+    let mut tied = rows.clone();
+    for (i, row) in tied.iter_mut().enumerate() {
+        row.vector = three[i % 3].clone();
+    }
+    for rows in [rows, tied] {
+        check_prefilter_over_tasks(&rows, dim);
+    }
+}
+
+fn check_prefilter_over_tasks(rows: &[crate::util::TestRow], dim: usize) {
+    let g = Generation::from_bytes(build_bytes(rows, dim)).expect("prefilter check");
+    let alice = g.code(ScopeField::Agent, "alice").expect("prefilter check");
+    for threads in [1, 2, 3] {
+        for c in [10, 300] {
+            let config = ScanConfig::new(10)
+                .with_mode(SearchMode::Prefiltered { candidates: c })
+                .with_threads(threads)
+                .expect("prefilter check");
+            for q in random_rows(18, 3, dim) {
+                let res = g
+                    .search(
+                        &g.query(&q.vector).expect("prefilter check"),
+                        &RowFilter::default(),
+                        &config,
+                    )
+                    .expect("prefilter check");
+                let want = brute_force_prefilter(&g, &q.vector, c, 10, |_| true);
+                assert_eq!(res.hits, want, "threads {threads} c {c}");
+                assert_eq!(res.reranked, c as u64);
+                let filter = RowFilter {
+                    agent: Some(alice),
+                    window: Some(30_000),
+                    ..RowFilter::default()
+                };
+                let pair = g
+                    .search_near_far(
+                        &g.query(&q.vector).expect("prefilter check"),
+                        &filter,
+                        &config,
+                    )
+                    .expect("prefilter check");
+                let agents = g.scope_codes(ScopeField::Agent);
+                let near = brute_force_prefilter(&g, &q.vector, c, 10, |r| {
+                    r < 30_000 && agents[r] == alice
+                });
+                let far = brute_force_prefilter(&g, &q.vector, c, 10, |r| {
+                    r >= 30_000 && agents[r] == alice
+                });
+                assert_eq!(pair.near.hits, near, "near: threads {threads} c {c}");
+                assert_eq!(pair.far.hits, far, "far: threads {threads} c {c}");
+            }
+        }
+    }
+}
+
 #[test]
 fn scalar_and_detected_kernels_give_identical_results() {
     let dim = 384;
