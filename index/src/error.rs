@@ -134,10 +134,26 @@ pub enum Error {
     },
 
     /// A failure injected by a test at a named step of a commit or merge (never in production:
-    /// only [`crate::segment::FaultPoint`] hooks raise it).
+    /// only [`FaultPoint`] hooks raise it).
     #[error("injected failure at {point:?}")]
     Injected {
         /// Where.
-        point: crate::segment::FaultPoint,
+        point: FaultPoint,
     },
+}
+
+/// A step of a commit, merge or rebuild where a test can make the operation stop as a kill
+/// would: it returns [`Error::Injected`] at once and cleans nothing up.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum FaultPoint {
+    /// The new segment is written and fsynced under its pending name.
+    SegmentWritten,
+    /// The segment is renamed to `seg-N.gen`; the manifest still lists the old set.
+    SegmentRenamed,
+    /// The new manifest is written and fsynced under its temporary name, not renamed.
+    ManifestWritten,
+    /// The new manifest is renamed into place; the directory is not yet fsynced.
+    ManifestRenamed,
+    /// A merge or rebuild is published; the files it replaced are not yet removed.
+    OldSegmentsKept,
 }

@@ -18,21 +18,7 @@ pub(crate) const MANIFEST: &str = "MANIFEST";
 /// The lock file's name.
 pub(crate) const LOCK: &str = "LOCK";
 
-/// A step of a commit, merge or rebuild where a test can make the operation stop as a kill
-/// would: it returns [`Error::Injected`] at once and cleans nothing up.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum FaultPoint {
-    /// The new segment is written and fsynced under its pending name.
-    SegmentWritten,
-    /// The segment is renamed to `seg-N.gen`; the manifest still lists the old set.
-    SegmentRenamed,
-    /// The new manifest is written and fsynced under its temporary name, not renamed.
-    ManifestWritten,
-    /// The new manifest is renamed into place; the directory is not yet fsynced.
-    ManifestRenamed,
-    /// A merge or rebuild is published; the files it replaced are not yet removed.
-    OldSegmentsKept,
-}
+pub use crate::error::FaultPoint;
 
 /// The faults armed in a store: each fires once, at the first time its point is reached.
 /// Production code passes [`Faults::none`].
