@@ -40,6 +40,8 @@ use crate::error::{Error, Result};
 use crate::generation::{EmbedderIdentity, GenerationMeta, SourceFingerprint};
 use crate::writer::{GenerationWriter, Row, sync_parent};
 
+mod rebuild;
+
 /// A write batch: rows to put (insert or replace, any order, unique ids) and ids to delete,
 /// and the change-log head the store is complete up to once it lands.
 #[derive(Clone, Debug, Default)]
@@ -186,6 +188,13 @@ impl SegmentStore {
         lock(&self.state).manifest.clone()
     }
 
+    /// The current set and the head it is complete up to, read together (a commit between two
+    /// separate reads would pair a set with a head it does not hold).
+    pub fn snapshot_with_head(&self) -> (Arc<SegmentSet>, StoreHead) {
+        let state = lock(&self.state);
+        (state.set.clone(), state.manifest.head)
+    }
+
     /// What the segments are complete up to.
     pub fn head(&self) -> StoreHead {
         lock(&self.state).manifest.head
@@ -288,68 +297,6 @@ impl SegmentStore {
         self.write_manifest(&manifest)?;
         outcome.manifest_version = manifest.version;
         *state = State { manifest, set };
-        Ok(outcome)
-    }
-
-    /// Replaces every segment with one built from `rows` (all the table's rows, newest first:
-    /// created_at descending, id ascending), complete up to `head`. The operator's rebuild.
-    pub fn rebuild<'a>(
-        &self,
-        head: StoreHead,
-        rows: impl IntoIterator<Item = Row<'a>>,
-    ) -> Result<CommitOutcome> {
-        let path = self.pending_path();
-        let mut writer = GenerationWriter::create(&path, self.meta(head))?;
-        for row in rows {
-            writer.push(&row)?;
-        }
-        let summary = writer.finish()?;
-        self.faults.check(FaultPoint::SegmentWritten)?;
-        let replaced;
-        let outcome = {
-            let mut state = lock(&self.state);
-            let _flock = FileLock::take(&self.lock_file)?;
-            let published = (|| {
-                self.reload_if_moved(&mut state)?;
-                let mut manifest = state.manifest.clone();
-                let seq = manifest.next_segment;
-                let segment = self.name_segment(&path, seq)?;
-                let g = segment.generation();
-                let outcome = CommitOutcome {
-                    seq: Some(seq),
-                    rows: g.len() as u64,
-                    tombstones: 0,
-                    bytes: summary.bytes,
-                    manifest_version: manifest.version + 1,
-                };
-                let entry = self.entry(&segment, SegmentOrigin::Rebuild, summary.bytes);
-                let set = SegmentSet::new(&self.embedder, vec![Arc::new(segment)])?;
-                let old = std::mem::replace(&mut manifest.segments, vec![entry]);
-                manifest.next_segment += 1;
-                manifest.version += 1;
-                manifest.head = head;
-                self.write_manifest(&manifest)?;
-                *state = State {
-                    manifest,
-                    set: Arc::new(set),
-                };
-                Ok((outcome, old))
-            })();
-            match published {
-                Ok((outcome, old)) => {
-                    replaced = old;
-                    outcome
-                }
-                Err(e) => {
-                    if !matches!(e, Error::Injected { .. }) {
-                        let _ = fs::remove_file(&path);
-                    }
-                    return Err(e);
-                }
-            }
-        };
-        self.faults.check(FaultPoint::OldSegmentsKept)?;
-        self.remove_files(replaced.iter().map(SegmentEntry::file_name));
         Ok(outcome)
     }
 
