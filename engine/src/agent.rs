@@ -94,7 +94,7 @@ pub(crate) fn delete_agent_data(
             no_persist: None,
         })
     })?;
-    // Generations built before the mark are now unusable; drop them from the cache.
-    store.forget_generations();
+    // Segments older than the mark are now unusable (`store/index/`): recall scores from
+    // SQLite until the next maintenance pass rebuilds them.
     Ok(outcome)
 }

@@ -95,7 +95,10 @@ pub use reconstruct::stages::places::{Places, ProPlaces};
 pub use reconstruct::{ReconstructRequest, ReconstructResult};
 pub use scope::Scope;
 pub use store::generations::blocks::{block_row_id, split_block_row_id};
-pub use store::generations::{IndexStatus, IndexTable, RebuildOutcome, TableIndexStatus};
+pub use store::generations::{
+    IndexStatus, IndexTable, PendingMerge, RebuildOutcome, SegmentStatus, TableIndexStatus,
+};
+pub use store::index::{FlushOutcome, MaintainOutcome, MergeReport};
 pub use store::pauses::{NoPersist, PauseOutcome, PersistenceStatus, ResumeOutcome};
 pub use store::queue::{DrainOutcome, QueueStatus};
 pub use store::stats::StoreStats;
@@ -369,12 +372,12 @@ impl Engine {
         self.store.store_stats(agent_id)
     }
 
-    /// The generation file of `table`: `<db_path>.<table>.gen`.
-    pub fn generation_path(&self, table: IndexTable) -> PathBuf {
-        self.store.generation_path(table)
+    /// Where `table`'s index lives: `<db_path>.<table>.seg/` (records), `<db_path>.blocks.gen`.
+    pub fn index_path(&self, table: IndexTable) -> PathBuf {
+        self.store.index_path(table)
     }
 
-    /// Builds and publishes a new generation of `table`.
+    /// Rebuilds `table`'s index whole from SQLite and publishes it.
     pub fn rebuild_index(
         &self,
         table: IndexTable,
@@ -383,9 +386,24 @@ impl Engine {
         self.store.rebuild_index(table, progress)
     }
 
-    /// The index state of each table (generation, rows, live tail, age, file size).
+    /// The index state of each table (segments, rows, tombstones, live tail, merges).
     pub fn index_status(&self) -> Result<IndexStatus> {
         self.store.index_status()
+    }
+
+    /// Flushes the change log of `table` into a new segment (a rebuild when never built).
+    pub fn flush_index(&self, table: IndexTable) -> Result<Option<FlushOutcome>> {
+        self.store.flush_index(table)
+    }
+
+    /// Runs the merge the policy picks for `table`, if any.
+    pub fn merge_index(&self, table: IndexTable) -> Result<Option<MergeReport>> {
+        self.store.merge_index(table)
+    }
+
+    /// One background maintenance pass: flush every table, then merge when `merge`.
+    pub fn maintain_index(&self, merge: bool) -> Result<MaintainOutcome> {
+        self.store.maintain_index(merge)
     }
 
     /// The highest change-log sequence number: "rows changed since seq S" reads `seq > S`.

@@ -14,13 +14,13 @@ use rusqlite::{Connection, Transaction, TransactionBehavior};
 use crate::config::{EmbeddingFormat, EngineConfig};
 use crate::embed::Embedder;
 use crate::error::{Error, Result};
-use crate::store::generations::GenerationCache;
+use crate::store::index::cache::SegmentCache;
 use cpersona_index::Kernels;
 
 pub(crate) mod changelog;
 pub mod db;
 pub(crate) mod generations;
-mod index;
+pub(crate) mod index;
 pub(crate) mod pauses;
 pub(crate) mod queue;
 pub(crate) mod stats;
@@ -41,8 +41,8 @@ pub struct Store {
     pub(crate) vectors: Mutex<VectorTarget>,
     /// Session key (`""` = the process bucket) → pause expiry in UTC ms.
     pub(crate) pauses: Mutex<HashMap<String, i64>>,
-    /// Loaded index generations per table (see `generations/`).
-    pub(crate) generations: Mutex<GenerationCache>,
+    /// Opened segment stores per record table (see `index/`).
+    pub(crate) segments: Mutex<SegmentCache>,
     /// The kernels vector scans use (detected; tests may force scalar).
     pub(crate) kernels: Kernels,
 }
@@ -102,16 +102,15 @@ impl Store {
             readers: Mutex::new(Vec::new()),
             vectors: Mutex::new(vectors),
             pauses: Mutex::new(HashMap::new()),
-            generations: Mutex::new(HashMap::new()),
+            segments: Mutex::new(HashMap::new()),
             kernels: Kernels::detect(),
         })
     }
 
     /// The same store scanning vectors with `kernels` (tests compare scalar and detected);
-    /// generations load again on next use.
+    /// snapshots pick them up on next use.
     pub(crate) fn with_kernels(mut self, kernels: Kernels) -> Store {
         self.kernels = kernels;
-        lock(&self.generations).clear();
         self
     }
 

@@ -1,22 +1,20 @@
-//! The vector arm: the mapped generation (rows changed since its head masked out) plus the
-//! live tail scored exactly from SQLite with the same int8 formula, so a stale or missing
-//! generation is slower, never wrong. Isolation is applied before the scan window; it must
+//! The vector arm: the table's index segments (rows changed since their head masked out) plus
+//! the live tail scored exactly from SQLite with the same int8 formula, so segments behind the
+//! change log are never wrong, and, kept fresh by the background flush, not slower either. Isolation is applied before the scan window; it must
 //! never admit a row outside the caller's scope.
 //!
 //! # Window
 //! The near list covers the newest `EngineConfig::scan_window` (default [`MAX_MEMORIES`]) rows
 //! with a vector *in scope* per table (CPersona's scan window); the boundary is the key
 //! `(created_at_ms DESC, id ASC)` of the last in-scope row inside it, so generation rows and
-//! tail rows are split by the same key. With a generation the key is counted from its
-//! in-memory columns merged with the tail; without one it is read from SQLite. Tail rows are
+//! tail rows are split by the same key. With segments the key is counted from their in-memory
+//! columns merged with the tail; without them it is read from SQLite. Tail rows are
 //! not assumed newest: their own `created_at_ms` places them.
 
 use std::cmp::Ordering;
 
-use cpersona_index::{
-    CodeSet, Dim, Generation, QueryCodes, RowFilter, RowSet, ScanConfig, ScopeField, SearchMode,
-    TailRows,
-};
+use cpersona_index::segment::{SegmentSet, SetFilter, Window};
+use cpersona_index::{Dim, QueryCodes, ScanConfig, SearchMode, TailRows};
 use rusqlite::Connection;
 use rusqlite::types::Value;
 use serde::Serialize;
@@ -26,12 +24,13 @@ use crate::recall::stages::candidate::{Arm, ArmList};
 use crate::refs::Ref;
 use crate::scope::{AgentAxis, ChannelAxis, ProjectAxis, Scope};
 use crate::store::Store;
-use crate::store::generations::{IndexTable, Loaded};
+use crate::store::generations::IndexTable;
+use crate::store::index::IndexView;
 use crate::vector::{decode, format_from_tag};
 
 pub use crate::config::MAX_MEMORIES;
 
-/// Generations with more rows than this are searched with the sign-bit prefilter (the index's
+/// Segment sets with more live rows than this are searched with the sign-bit prefilter (the index's
 /// default mode); smaller ones exactly. PERF: measured with `examples/recall_rate` at 100K
 /// rows (agent + project filter, near/far split, 2 loaded cores): the index's search took
 /// 12.4 ms p50 exact vs 24.1 ms p50 prefiltered, so exact stays on well past 100K; the
@@ -61,8 +60,13 @@ pub struct VectorReport {
 pub struct VectorTableReport {
     /// The table.
     pub table: IndexTable,
-    /// The generation used, if any.
+    /// The segments' head (the change-log position they are complete up to), when used.
     pub generation: Option<u64>,
+    /// Segments searched.
+    pub segments: usize,
+    /// Why no segments were searched, when none were (every row then came from SQLite).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
     /// Rows scored exactly from SQLite.
     pub tail_rows: usize,
     /// True when the scan window cut rows (some in-scope rows went to the far list).
@@ -94,82 +98,54 @@ fn inside(key: Option<(i64, i64)>, created: i64, id: i64) -> bool {
     key.is_none_or(|(kc, kid)| created > kc || (created == kc && id <= kid))
 }
 
-fn scope_filter(generation: &Generation, scope: &Scope) -> Option<RowFilter> {
-    let mut filter = RowFilter::default();
-    if let AgentAxis::Exact(agent) = &scope.agent {
-        filter.agent = Some(generation.code(ScopeField::Agent, agent)?);
+/// The caller's scope as a segment filter (names; each segment resolves its own codes).
+fn set_filter(scope: &Scope) -> SetFilter {
+    let with_empty = |name: &str| vec![String::new(), name.to_owned()];
+    SetFilter {
+        agent: match &scope.agent {
+            AgentAxis::Exact(agent) => Some(agent.clone()),
+            AgentAxis::Any => None,
+        },
+        projects: match &scope.project {
+            ProjectAxis::Any => None,
+            ProjectAxis::GlobalOnly => Some(vec![String::new()]),
+            ProjectAxis::WithGlobal(p) => Some(with_empty(p)),
+        },
+        channels: match &scope.channel {
+            ChannelAxis::Any => None,
+            ChannelAxis::ChannellessOnly => Some(vec![String::new()]),
+            ChannelAxis::WithChannelless(c) => Some(with_empty(c)),
+        },
+        ..SetFilter::default()
     }
-    filter.projects = match &scope.project {
-        ProjectAxis::Any => None,
-        ProjectAxis::GlobalOnly => Some(CodeSet::new([0])),
-        ProjectAxis::WithGlobal(p) => Some(CodeSet::new(
-            std::iter::once(0).chain(generation.code(ScopeField::Project, p)),
-        )),
-    };
-    filter.channels = match &scope.channel {
-        ChannelAxis::Any => None,
-        ChannelAxis::ChannellessOnly => Some(CodeSet::new([0])),
-        ChannelAxis::WithChannelless(c) => Some(CodeSet::new(
-            std::iter::once(0).chain(generation.code(ScopeField::Channel, c)),
-        )),
-    };
-    Some(filter)
 }
 
-/// Whether generation row `row` passes `filter`'s isolation codes and exclusions.
-fn admits(generation: &Generation, filter: &RowFilter, row: usize) -> bool {
-    filter
-        .agent
-        .is_none_or(|a| generation.scope_codes(ScopeField::Agent)[row] == a)
-        && filter
-            .projects
-            .as_ref()
-            .is_none_or(|set| set.contains(generation.scope_codes(ScopeField::Project)[row]))
-        && filter
-            .channels
-            .as_ref()
-            .is_none_or(|set| set.contains(generation.scope_codes(ScopeField::Channel)[row]))
-        && filter
-            .exclude
-            .as_ref()
-            .is_none_or(|set| !set.contains(row as u32))
-}
-
-/// The key of the `window`-th newest row in scope, counting admitted generation rows and the
-/// tail rows (`tail`, sorted in window order) together; `None` when fewer rows are in scope.
-/// Reads only the generation's in-memory columns, up to the window boundary.
-fn window_key_from_generation(
-    generation: &Generation,
-    filter: Option<&RowFilter>,
+/// The key of the `window`-th newest row in scope, counting the segments' admitted rows
+/// (`indexed`, newest first) and the tail rows (`tail`, sorted in window order) together;
+/// `None` when fewer rows are in scope. Reads the segments only up to the window boundary.
+fn window_key_merged(
+    indexed: impl Iterator<Item = (i64, i64)>,
     tail: &[(i64, i64)],
     window: usize,
 ) -> Option<(i64, i64)> {
     if window == 0 {
         return None;
     }
-    let created = generation.created_at();
-    let ids = generation.ids();
     let mut count = 0usize;
     let mut t = 0usize;
     let mut take = |key: (i64, i64)| {
         count += 1;
         (count == window).then_some(key)
     };
-    if let Some(filter) = filter {
-        for row in 0..generation.len() {
-            if !admits(generation, filter, row) {
-                continue;
-            }
-            let key = (created[row], ids[row]);
-            while t < tail.len() && inside(Some(key), tail[t].0, tail[t].1) {
-                if let Some(found) = take(tail[t]) {
-                    return Some(found);
-                }
-                t += 1;
-            }
-            if let Some(found) = take(key) {
+    for key in indexed {
+        while t < tail.len() && inside(Some(key), tail[t].0, tail[t].1) {
+            if let Some(found) = take(tail[t]) {
                 return Some(found);
             }
+            t += 1;
+        }
+        if let Some(found) = take(key) {
+            return Some(found);
         }
     }
     while t < tail.len() {
@@ -179,23 +155,6 @@ fn window_key_from_generation(
         t += 1;
     }
     None
-}
-
-/// The first position of `generation` outside the window ending at `key`.
-fn window_end(generation: &Generation, key: Option<(i64, i64)>) -> Option<usize> {
-    let key = key?;
-    let created = generation.created_at();
-    let ids = generation.ids();
-    let (mut lo, mut hi) = (0usize, created.len());
-    while lo < hi {
-        let mid = lo + (hi - lo) / 2;
-        if inside(Some(key), created[mid], ids[mid]) {
-            lo = mid + 1;
-        } else {
-            hi = mid;
-        }
-    }
-    Some(lo)
 }
 
 struct TableSearch<'a> {
@@ -287,7 +246,7 @@ impl TableSearch<'_> {
     fn run(
         &self,
         store: &Store,
-        loaded: Option<&Loaded>,
+        view: &IndexView,
         query: &[f32],
     ) -> Result<(Vec<Scored>, Vec<Scored>, VectorTableReport)> {
         let dim = Dim::new(self.dim)?;
@@ -297,22 +256,22 @@ impl TableSearch<'_> {
         let mut far_tail = TailRows::new(dim);
         let mut near_created = Vec::new();
         let mut far_created = Vec::new();
-        // With a generation the tail is small: read it whole, then place the window from the
-        // generation's own columns (no SQL scan of the window). Without one every row is tail:
+        // With segments the tail is small: read it whole, then place the window from the
+        // segments' own columns (no SQL scan of the window). Without them every row is tail:
         // the window key comes from SQLite and rows stream into the near/far sets.
         let mut tail: Vec<(i64, i64, Vec<f32>)> = Vec::new();
-        let mut filter: Option<RowFilter> = None;
+        let mut filter: Option<SetFilter> = None;
         let key = store.read(|conn| {
             let tx = conn.unchecked_transaction()?;
-            let key = match loaded {
-                Some(l) => {
+            let key = match &view.set {
+                Some(set) => {
                     let mut stmt = tx.prepare_cached(
                         "SELECT DISTINCT row_id FROM change_log WHERE table_name = ? AND seq > ? \
                          ORDER BY row_id",
                     )?;
                     let changed = stmt
                         .query_map(
-                            rusqlite::params![self.table.name(), l.head() as i64],
+                            rusqlite::params![self.table.name(), view.head as i64],
                             |row| row.get(0),
                         )?
                         .collect::<rusqlite::Result<Vec<i64>>>()?;
@@ -320,15 +279,17 @@ impl TableSearch<'_> {
                         tail.push((id, created, v));
                         Ok(())
                     })?;
-                    filter = scope_filter(&l.generation, self.scope).map(|mut f| {
-                        f.exclude = Some(RowSet::new(
-                            changed.iter().filter_map(|id| l.positions.get(id).copied()),
-                        ));
-                        f
-                    });
+                    let mut set_filter = set_filter(self.scope);
+                    set_filter.exclude_ids = changed;
                     let mut keys: Vec<(i64, i64)> = tail.iter().map(|t| (t.1, t.0)).collect();
                     keys.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
-                    window_key_from_generation(&l.generation, filter.as_ref(), &keys, self.window)
+                    let key = window_key_merged(
+                        set.in_scope_newest_first(&set_filter),
+                        &keys,
+                        self.window,
+                    );
+                    filter = Some(set_filter);
+                    key
                 }
                 None => {
                     let key = self.window_key(&tx)?;
@@ -361,31 +322,32 @@ impl TableSearch<'_> {
         let mut far = Vec::new();
         let mut report = VectorTableReport {
             table: self.table,
-            generation: loaded.map(|l| l.generation.generation()),
+            generation: view.set.as_ref().map(|_| view.head),
+            segments: view.set.as_ref().map_or(0, |set| set.segments().len()),
+            note: view.note.clone(),
             tail_rows: near_tail.len() + far_tail.len(),
             window_cut: key.is_some(),
             prefiltered: false,
         };
-        if let Some(l) = loaded
-            && let Some(mut filter) = filter
-        {
-            let g = &l.generation;
-            filter.window = window_end(g, key);
-            let mode = if g.len() > PREFILTER_MIN_ROWS {
-                report.prefiltered = true;
+        if let (Some(set), Some(mut filter)) = (&view.set, filter) {
+            filter.window = key.map(|(created_at, id)| Window::Through { created_at, id });
+            report.prefiltered = set.live_rows() > PREFILTER_MIN_ROWS;
+            let mode = if report.prefiltered {
                 SearchMode::default()
             } else {
                 SearchMode::Exact
             };
-            let config = ScanConfig::new(self.depth).with_mode(mode);
-            let gq = g.query(query)?;
-            let found = g.search_near_far(&gq, &filter, &config)?;
-            let created = g.created_at();
+            let found = search_set(
+                set,
+                query,
+                &filter,
+                &ScanConfig::new(self.depth).with_mode(mode),
+            )?;
             for (hits, out) in [(found.near.hits, &mut near), (found.far.hits, &mut far)] {
                 out.extend(hits.into_iter().map(|h| Scored {
                     r#ref: kind(h.id),
                     score: h.score,
-                    created_at: created[h.row as usize],
+                    created_at: h.created_at,
                 }));
             }
         }
@@ -408,6 +370,17 @@ impl TableSearch<'_> {
     }
 }
 
+/// One near/far search of a segment set.
+fn search_set(
+    set: &SegmentSet,
+    query: &[f32],
+    filter: &SetFilter,
+    config: &ScanConfig,
+) -> Result<cpersona_index::segment::SetNearFar> {
+    let codes = set.query(query)?;
+    Ok(set.search_near_far(&codes, filter, config)?)
+}
+
 /// Runs the vector arm over memories and episodes for `scope`, each list cut to `depth`.
 pub(crate) fn search(
     store: &Store,
@@ -421,7 +394,7 @@ pub(crate) fn search(
     let mut far = Vec::new();
     let mut report = VectorReport::default();
     for table in IndexTable::ALL {
-        let loaded = store.loaded_generation(table);
+        let view = store.index_view(table);
         let search = TableSearch {
             table,
             scope,
@@ -430,7 +403,7 @@ pub(crate) fn search(
             depth,
             window,
         };
-        let (n, f, r) = search.run(store, loaded.as_deref(), query)?;
+        let (n, f, r) = search.run(store, &view, query)?;
         near.extend(n);
         far.extend(f);
         report.tables.push(r);

@@ -1,24 +1,23 @@
-//! Index generations in the engine: builds a generation file from SQLite (streamed, bounded
-//! memory), publishes it atomically, loads it on first use and reports its status. A
-//! generation is derived data: it is never the source of truth, and a file that does not fit
-//! the store is ignored with a note, never an error for recall.
+//! Index files in the engine: the SQL that streams a table's rows into the index crate's
+//! writers (newest first, bounded memory), the block generation, and the status types. Index
+//! files are derived data: never the source of truth, and a file that does not fit the store
+//! is ignored with a note, never an error for recall.
 //!
 //! # Files
-//! `<db_path>.<table>.gen` beside the database (safe to delete); the index crate writes it via
-//! a temp file and a rename. The `source` dictionary holds `"<type>:<id>"` of the row's
-//! `source` JSON (`""` for episodes or a source without both), cut to 256 bytes.
+//! Memories and episodes live in segment directories `<db_path>.<table>.seg/` (see
+//! `store/index/`); blocks in one generation file `<db_path>.blocks.gen`. The `source`
+//! dictionary holds `"<type>:<id>"` of the row's `source` JSON (`""` for episodes or a source
+//! without both), cut to 256 bytes.
 //!
 //! # Change-log head
 //! The head is SQLite's AUTOINCREMENT high-water mark of `change_log` (`sqlite_sequence`),
 //! not `MAX(seq)`: a purge deletes the agent's log rows, which can lower `MAX(seq)` below the
 //! purge mark and would make every later generation look older than the purge.
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use cpersona_index::{
-    EmbedderIdentity, Generation, GenerationMeta, GenerationWriter, Row, Scope as IndexScope,
+    EmbedderIdentity, GenerationMeta, GenerationWriter, Row, Scope as IndexScope,
     SourceFingerprint, WriteSummary,
 };
 use rusqlite::Connection;
@@ -86,21 +85,62 @@ pub struct RebuildOutcome {
 pub struct TableIndexStatus {
     /// The table.
     pub table: IndexTable,
-    /// The loaded generation's number, if one is usable.
+    /// The segment manifest's version, when the segments are usable.
     pub generation: Option<u64>,
-    /// Rows in it.
+    /// Live rows in the segments.
     pub rows: u64,
-    /// Distinct rows changed since its head (every row with a vector when there is none).
+    /// Distinct rows changed since the segments' head, scored exactly from SQLite until the
+    /// next flush (every row with a vector when the segments are not usable).
     pub live_tail: u64,
-    /// Milliseconds since the file was written.
+    /// The change-log head the segments are complete up to.
+    pub head: u64,
+    /// The segments, oldest first.
+    pub segments: Vec<SegmentStatus>,
+    /// Tombstones across the segments.
+    pub tombstones: u64,
+    /// When the last merge was published, UTC ms.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_merge_ms: Option<u64>,
+    /// The merge the policy would run next, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pending_merge: Option<PendingMerge>,
+    /// Milliseconds since the newest segment was written.
     pub age_ms: Option<u64>,
-    /// File size in bytes.
+    /// Bytes of the segment files.
     pub file_bytes: Option<u64>,
-    /// `live_tail / rows`; `None` without a generation.
+    /// `live_tail / rows`; `None` without usable segments.
     pub stale_share: Option<f64>,
-    /// Why no generation is in use, when none is.
+    /// Why the segments are not in use, when they are not.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+}
+
+/// One segment in a table's status.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct SegmentStatus {
+    /// Its sequence number (its file is `seg-<seq>.gen`).
+    pub seq: u64,
+    /// `flush`, `merge` or `rebuild`.
+    pub origin: &'static str,
+    /// Rows in the file.
+    pub rows: u64,
+    /// Rows no newer segment shadows.
+    pub live_rows: u64,
+    /// Tombstones in the file.
+    pub tombstones: u64,
+    /// File size.
+    pub bytes: u64,
+}
+
+/// The merge the policy would run next.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct PendingMerge {
+    /// Segments it would fold.
+    pub segments: usize,
+    /// Live rows of the merged segment.
+    pub live_rows: u64,
+    /// `level`, `dead` or `empty`.
+    pub reason: &'static str,
 }
 
 /// Index state of both tables.
@@ -109,36 +149,6 @@ pub struct IndexStatus {
     /// One entry per table, memories first.
     pub tables: Vec<TableIndexStatus>,
 }
-
-/// A published generation and its id → position map.
-#[derive(Debug)]
-pub(crate) struct Loaded {
-    pub(crate) generation: Generation,
-    pub(crate) positions: HashMap<i64, u32>,
-}
-
-impl Loaded {
-    pub(crate) fn new(generation: Generation) -> Loaded {
-        let positions = generation
-            .ids()
-            .iter()
-            .enumerate()
-            .map(|(i, &id)| (id, i as u32))
-            .collect();
-        Loaded {
-            generation,
-            positions,
-        }
-    }
-
-    /// The change-log head the generation was built at.
-    pub(crate) fn head(&self) -> u64 {
-        self.generation.source().changelog_head
-    }
-}
-
-/// The cache of loaded generations: absent = not tried yet; `Some(None)` = none usable.
-pub(crate) type GenerationCache = HashMap<IndexTable, (Option<Arc<Loaded>>, Option<String>)>;
 
 fn source_code(source: &str) -> String {
     let parsed: Option<serde_json::Value> = serde_json::from_str(source).ok();
@@ -169,6 +179,23 @@ pub(crate) struct RowBuf {
     pub(crate) vector: Vec<f32>,
 }
 
+impl RowBuf {
+    /// The buffer as a row for an index writer.
+    pub(crate) fn row(&self) -> Row<'_> {
+        Row {
+            id: self.id,
+            created_at: self.created_at,
+            scope: IndexScope {
+                agent: &self.agent,
+                project: &self.project,
+                channel: &self.channel,
+                source: &self.source,
+            },
+            vector: &self.vector,
+        }
+    }
+}
+
 /// What a generation build reads: the rows counted for progress and the rows written, newest
 /// first, each bound to `(model_id, dim)`.
 pub(crate) struct BuildQuery<'a> {
@@ -190,9 +217,7 @@ pub(crate) fn write_generation(
 ) -> Result<(u64, WriteSummary)> {
     let tx = conn.unchecked_transaction()?;
     let head = changelog_head(&tx)?;
-    let schema_version: u32 = tx.query_row("PRAGMA user_version", [], |row| row.get(0))?;
-    let params = rusqlite::params![target.model_id, target.dim as i64];
-    let total = tx.query_row(query.count_sql, params, |row| row.get::<_, i64>(0))? as u64;
+    let schema_version = schema_version(&tx)?;
     let meta = GenerationMeta {
         generation,
         source: SourceFingerprint {
@@ -205,7 +230,32 @@ pub(crate) fn write_generation(
         },
     };
     let mut writer = GenerationWriter::create(path, meta)?;
-    let mut stmt = tx.prepare(query.select_sql)?;
+    stream_rows(&tx, target, query, read_row, progress, &mut |row| {
+        Ok(writer.push(row)?)
+    })?;
+    let summary = writer.finish()?;
+    tx.commit()?;
+    Ok((head, summary))
+}
+
+/// The source's schema version (`PRAGMA user_version`), recorded in every index file.
+pub(crate) fn schema_version(conn: &Connection) -> Result<u32> {
+    Ok(conn.query_row("PRAGMA user_version", [], |row| row.get(0))?)
+}
+
+/// Streams the rows `query` selects (newest first, bound to `target`'s model and dimension)
+/// into `push`, reusing one buffer; `progress(done, total)` every 1024 rows and at the end.
+pub(crate) fn stream_rows(
+    conn: &Connection,
+    target: &VectorTarget,
+    query: BuildQuery<'_>,
+    read_row: &mut dyn FnMut(&rusqlite::Row<'_>, &mut RowBuf) -> rusqlite::Result<bool>,
+    progress: &mut dyn FnMut(u64, u64),
+    push: &mut dyn FnMut(&Row<'_>) -> Result<()>,
+) -> Result<u64> {
+    let params = rusqlite::params![target.model_id, target.dim as i64];
+    let total = conn.query_row(query.count_sql, params, |row| row.get::<_, i64>(0))? as u64;
+    let mut stmt = conn.prepare(query.select_sql)?;
     let mut rows = stmt.query(params)?;
     let mut buf = RowBuf {
         vector: vec![0.0; target.dim],
@@ -216,40 +266,19 @@ pub(crate) fn write_generation(
         if !read_row(row, &mut buf)? {
             continue;
         }
-        writer.push(&Row {
-            id: buf.id,
-            created_at: buf.created_at,
-            scope: IndexScope {
-                agent: &buf.agent,
-                project: &buf.project,
-                channel: &buf.channel,
-                source: &buf.source,
-            },
-            vector: &buf.vector,
-        })?;
+        push(&buf.row())?;
         done += 1;
         if done.is_multiple_of(1024) {
             progress(done, total);
         }
     }
-    drop(rows);
-    drop(stmt);
-    let summary = writer.finish()?;
     progress(done, total.max(done));
-    tx.commit()?;
-    Ok((head, summary))
+    Ok(done)
 }
 
-/// Builds generation `generation` of a record table (`memories`, `episodes`) from every row
-/// with a vector of the store's model.
-pub(crate) fn build_records(
-    conn: &Connection,
-    table: IndexTable,
-    target: &VectorTarget,
-    path: &Path,
-    generation: u64,
-    progress: &mut dyn FnMut(u64, u64),
-) -> Result<(u64, WriteSummary)> {
+/// The SQL a record table's index reads: the count and the rows (newest first) with a vector
+/// of `?1`'s model and `?2`'s dimension, each row's columns in [`read_record_row`]'s order.
+pub(crate) fn record_sql(table: IndexTable) -> (String, String) {
     let source_col = match table {
         IndexTable::Memories => "source",
         IndexTable::Episodes | IndexTable::Blocks => "''",
@@ -265,35 +294,30 @@ pub(crate) fn build_records(
          AND embedding_model = ?1 AND embedding_dim = ?2 \
          ORDER BY created_at_ms DESC, id ASC"
     );
-    let dim = target.dim;
-    let mut read_row = |row: &rusqlite::Row<'_>, buf: &mut RowBuf| -> rusqlite::Result<bool> {
-        let blob: Vec<u8> = row.get(6)?;
-        let format_tag: String = row.get(7)?;
-        let Some(vector) = format_from_tag(&format_tag)
-            .and_then(|f| decode(&blob, f))
-            .filter(|v| v.len() == dim)
-        else {
-            return Ok(false);
-        };
-        buf.vector = vector;
-        buf.id = row.get(0)?;
-        buf.created_at = row.get(1)?;
-        buf.agent = row.get(2)?;
-        buf.project = row.get(3)?;
-        buf.channel = row.get(4)?;
-        buf.source = source_code(&row.get::<_, String>(5)?);
-        Ok(true)
+    (count_sql, select_sql)
+}
+
+/// Fills `buf` from one row of [`record_sql`]'s select; `false` for a vector that does not
+/// decode to `dim` values (skipped, as a build always did).
+pub(crate) fn read_record_row(
+    row: &rusqlite::Row<'_>,
+    buf: &mut RowBuf,
+    dim: usize,
+) -> rusqlite::Result<bool> {
+    let blob: Vec<u8> = row.get(6)?;
+    let format_tag: String = row.get(7)?;
+    let Some(vector) = format_from_tag(&format_tag)
+        .and_then(|f| decode(&blob, f))
+        .filter(|v| v.len() == dim)
+    else {
+        return Ok(false);
     };
-    write_generation(
-        conn,
-        target,
-        path,
-        generation,
-        BuildQuery {
-            count_sql: &count_sql,
-            select_sql: &select_sql,
-        },
-        &mut read_row,
-        progress,
-    )
+    buf.vector = vector;
+    buf.id = row.get(0)?;
+    buf.created_at = row.get(1)?;
+    buf.agent = row.get(2)?;
+    buf.project = row.get(3)?;
+    buf.channel = row.get(4)?;
+    buf.source = source_code(&row.get::<_, String>(5)?);
+    Ok(true)
 }
