@@ -44,8 +44,22 @@ pub struct Config {
     pub model_dir: PathBuf,
     /// `model_dir` came from `CPERSONA_MODEL_DIR`.
     pub model_dir_from_env: bool,
+    /// The background index maintenance (`CPERSONA_INDEX_AUTO_MERGE`, `CPERSONA_INDEX_FLUSH_MS`).
+    pub index: IndexMaintenance,
     /// The set `CPERSONA_*` variables without effect here (`coverage.rs`), in name order.
     pub unhonoured: Vec<UnhonouredSetting>,
+}
+
+/// What `serve` does in the background to keep the vector index fresh: every `flush_every_ms`
+/// it flushes rows written since the last pass into a new segment and, when `auto_merge`, runs
+/// the merge the policy picks. Flushing is not optional: it is what keeps recall off the
+/// SQLite scan; merging can be left to an operator (`cpersona index merge`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IndexMaintenance {
+    /// `CPERSONA_INDEX_AUTO_MERGE` (default true).
+    pub auto_merge: bool,
+    /// `CPERSONA_INDEX_FLUSH_MS` (default 500, 50 to 60,000).
+    pub flush_every_ms: u64,
 }
 
 /// Which embedder the engine builds (`CPERSONA_EMBEDDING_MODE`).
@@ -236,6 +250,10 @@ impl Config {
             associations_enabled: env.boolean("CPERSONA_ASSOCIATIONS_ENABLED", false)?,
             model_dir,
             model_dir_from_env,
+            index: IndexMaintenance {
+                auto_merge: env.boolean("CPERSONA_INDEX_AUTO_MERGE", true)?,
+                flush_every_ms: env.int("CPERSONA_INDEX_FLUSH_MS", 500, 50, 60_000)?,
+            },
             unhonoured: coverage::unhonoured(env),
         })
     }

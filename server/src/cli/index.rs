@@ -1,6 +1,8 @@
-//! `cpersona index rebuild [--table T]` and `cpersona index status`: build index generations
-//! from the database (progress on stderr) and report them as JSON on stdout. The generations
-//! are derived data; these commands never change a row.
+//! `cpersona index rebuild [--table T]`, `index flush`, `index merge` and `index status`:
+//! build, refresh and fold the index segments from the database (progress on stderr) and
+//! report them as JSON on stdout. The index is derived data; these commands never change a
+//! row. `serve` flushes and merges in the background, so none of them is needed to keep
+//! recall fast; they are for operators who schedule the work (`CPERSONA_INDEX_AUTO_MERGE`).
 
 use cpersona_engine::IndexTable;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -40,4 +42,32 @@ pub(crate) fn status(config: &Config) -> Result<(), RunError> {
     let engine = admin::open_engine(config)?;
     let status = engine.index_status().map_err(anyhow::Error::from)?;
     admin::print_json(&status)
+}
+
+/// `index flush`: until every table is up to the change log (a long backlog takes several).
+pub(crate) fn flush(config: &Config) -> Result<(), RunError> {
+    let engine = admin::open_engine(config)?;
+    let mut outcomes = Vec::new();
+    for table in IndexTable::ALL {
+        while let Some(outcome) = engine.flush_index(table).map_err(anyhow::Error::from)? {
+            let raced = outcome.raced;
+            outcomes.push(outcome);
+            if raced {
+                break;
+            }
+        }
+    }
+    admin::print_json(&outcomes)
+}
+
+/// `index merge`: every merge the policy picks, until none is left.
+pub(crate) fn merge(config: &Config) -> Result<(), RunError> {
+    let engine = admin::open_engine(config)?;
+    let mut merges = Vec::new();
+    for table in IndexTable::ALL {
+        while let Some(merge) = engine.merge_index(table).map_err(anyhow::Error::from)? {
+            merges.push(merge);
+        }
+    }
+    admin::print_json(&merges)
 }

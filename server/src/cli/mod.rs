@@ -39,7 +39,7 @@ pub enum Command {
         #[arg(long, value_name = "ADDR")]
         http: Option<SocketAddr>,
     },
-    /// Inspect or rebuild the vector index generations (derived from the database).
+    /// Inspect, flush, merge or rebuild the vector index (derived from the database).
     Index {
         #[command(subcommand)]
         action: IndexAction,
@@ -91,8 +91,14 @@ pub enum IndexAction {
         #[arg(long, value_enum)]
         table: Option<Table>,
     },
-    /// Show each table's generation, rows covered and live tail.
+    /// Show each table's segments, rows, tombstones, live tail, last merge and pending merge.
     Status,
+    /// Flush rows written since the last flush into a new segment (what `serve` does in the
+    /// background); a table never indexed is built whole.
+    Flush,
+    /// Run the merges the policy picks until the segments are in shape (what `serve` does in
+    /// the background unless `CPERSONA_INDEX_AUTO_MERGE=false`).
+    Merge,
 }
 
 /// A table with an index generation.
@@ -166,6 +172,12 @@ fn run(command: Command, config: Config, env: &Env) -> Result<(), RunError> {
         Command::Index {
             action: IndexAction::Status,
         } => index::status(&config),
+        Command::Index {
+            action: IndexAction::Flush,
+        } => index::flush(&config),
+        Command::Index {
+            action: IndexAction::Merge,
+        } => index::merge(&config),
         Command::Import {
             file,
             target_agent_id,

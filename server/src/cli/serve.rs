@@ -1,5 +1,5 @@
 //! `cpersona serve`: open the engine, build the MCP server over it, start the background
-//! embedding-queue drain, then run the chosen transport on a tokio runtime. Start-up checks
+//! index maintenance (flush, merge) and embedding-queue drain, then run the chosen transport on a tokio runtime. Start-up checks
 //! run before anything else is opened: a refused `CPERSONA_*` setting (`config/coverage.rs`)
 //! stops the server, the other set-but-unhonoured ones are listed once on stderr, and HTTP
 //! needs its token.
@@ -11,7 +11,7 @@ use std::time::Duration;
 use cpersona_engine::Engine;
 
 use crate::cli::{RunError, open};
-use crate::config::Config;
+use crate::config::{Config, IndexMaintenance};
 use crate::mcp::McpServer;
 use crate::mcp::engine::EngineBackend;
 use crate::transport::http::{self, HttpSecurity};
@@ -45,10 +45,12 @@ pub(crate) fn run(config: Config, http_flag: Option<SocketAddr>) -> Result<(), R
     let backend = EngineBackend::new(Arc::clone(&engine), embedder, config.recall.clone())
         .with_unhonoured_settings(config.unhonoured.clone());
     let server = McpServer::new(Arc::new(backend));
+    let index_settings = config.index;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
     runtime.block_on(async move {
+        tokio::spawn(maintain_index(Arc::clone(&engine), index_settings));
         tokio::spawn(drain_queue(engine));
         match (http_addr, security) {
             (Some(addr), Some(security)) => http::serve(server, security, addr).await,
@@ -56,6 +58,39 @@ pub(crate) fn run(config: Config, http_flag: Option<SocketAddr>) -> Result<(), R
         }
     })?;
     Ok(())
+}
+
+/// Keeps the vector index fresh without an operator: every `flush_every_ms` one pass flushes
+/// the rows written since the last (each table's change log into a new segment; a table never
+/// indexed, or overtaken by a purge, is rebuilt whole) and, when `auto_merge`, runs the merge
+/// the policy picks. A pass that found work is followed at once by the next, so a backlog
+/// (an import, a first build) clears at flush speed. Failures are logged and retried.
+async fn maintain_index(engine: Arc<Engine>, settings: IndexMaintenance) {
+    let mut tick = tokio::time::interval(Duration::from_millis(settings.flush_every_ms));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        loop {
+            let engine = Arc::clone(&engine);
+            let pass =
+                tokio::task::spawn_blocking(move || engine.maintain_index(settings.auto_merge))
+                    .await;
+            match pass {
+                Ok(Ok(outcome)) if outcome.is_idle() => break,
+                Ok(Ok(outcome)) => {
+                    tracing::debug!(?outcome, "index maintenance pass");
+                }
+                Ok(Err(err)) => {
+                    tracing::warn!(%err, "index maintenance pass failed");
+                    break;
+                }
+                Err(err) => {
+                    tracing::error!(%err, "index maintenance pass panicked");
+                    break;
+                }
+            }
+        }
+    }
 }
 
 /// How often the background task looks for queued embeddings.

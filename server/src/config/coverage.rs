@@ -398,6 +398,8 @@ pub const SETTINGS: &[Setting] = &[
     ours("CPERSONA_ASSOCIATIONS_ENABLED"),
     ours("CPERSONA_INDEX_STALE_WARN_SHARE"),
     ours("CPERSONA_RECALL_LEXICAL_CAP"),
+    ours("CPERSONA_INDEX_AUTO_MERGE"),
+    ours("CPERSONA_INDEX_FLUSH_MS"),
 ];
 
 /// The row for `name`, if it is one.

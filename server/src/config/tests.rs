@@ -289,3 +289,21 @@ fn prior_age_rate_is_the_recency_setting() {
     assert!(e.contains("CPERSONA_PRIOR_AGE_ANCHOR"), "{e}");
     assert!(parse(&[("CPERSONA_PRIOR_AGE_ANCHOR", "now")]).is_ok());
 }
+
+#[test]
+fn index_upkeep_defaults_on_and_bounds_its_period() {
+    let c = parse(&[]).unwrap();
+    assert!(c.index.auto_merge);
+    assert_eq!(c.index.flush_every_ms, 500);
+    let c = parse(&[
+        ("CPERSONA_INDEX_AUTO_MERGE", "false"),
+        ("CPERSONA_INDEX_FLUSH_MS", "2000"),
+    ])
+    .unwrap();
+    assert!(!c.index.auto_merge);
+    assert_eq!(c.index.flush_every_ms, 2000);
+    let e = err(&[("CPERSONA_INDEX_FLUSH_MS", "10")]);
+    assert!(e.starts_with("CPERSONA_INDEX_FLUSH_MS="), "{e}");
+    let e = err(&[("CPERSONA_INDEX_AUTO_MERGE", "sometimes")]);
+    assert!(e.starts_with("CPERSONA_INDEX_AUTO_MERGE="), "{e}");
+}

@@ -44,54 +44,87 @@ pub(crate) fn call_tools_with(cmd: Command, tools: &[(&str, Value)]) -> Vec<(boo
 
 /// As [`call_tools_with`], and what the server wrote to stderr.
 pub(crate) fn call_tools_capturing(
-    mut cmd: Command,
+    cmd: Command,
     tools: &[(&str, Value)],
 ) -> (Vec<(bool, Value)>, String) {
-    let mut child = cmd
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
+    let mut session = StdioSession::start(cmd);
+    let bodies = tools
+        .iter()
+        .map(|(name, args)| session.call(name, args))
+        .collect();
+    (bodies, session.finish())
+}
+
+/// A running `cpersona serve` over stdio, initialised, that calls tools one at a time.
+pub(crate) struct StdioSession {
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    stdout: BufReader<std::process::ChildStdout>,
+    stderr: std::thread::JoinHandle<String>,
+    next_id: u64,
+}
+
+impl StdioSession {
+    pub(crate) fn start(mut cmd: Command) -> Self {
+        let mut child = cmd
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Drained on its own thread, so a chatty server never blocks on a full pipe.
+        let mut stderr = child.stderr.take().unwrap();
+        let stderr = std::thread::spawn(move || {
+            let mut text = String::new();
+            std::io::Read::read_to_string(&mut stderr, &mut text).unwrap();
+            text
+        });
+        let mut stdin = child.stdin.take().unwrap();
+        let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "it", "version": "0"}}});
+        writeln!(stdin, "{init}").unwrap();
+        writeln!(
+            stdin,
+            "{}",
+            json!({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        )
         .unwrap();
-    // Drained on its own thread, so a chatty server never blocks on a full pipe.
-    let mut stderr = child.stderr.take().unwrap();
-    let stderr = std::thread::spawn(move || {
-        let mut text = String::new();
-        std::io::Read::read_to_string(&mut stderr, &mut text).unwrap();
-        text
-    });
-    let mut stdin = child.stdin.take().unwrap();
-    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "it", "version": "0"}}});
-    writeln!(stdin, "{init}").unwrap();
-    writeln!(
-        stdin,
-        "{}",
-        json!({"jsonrpc": "2.0", "method": "notifications/initialized"})
-    )
-    .unwrap();
-    stdin.flush().unwrap();
-    let mut stdout = BufReader::new(child.stdout.take().unwrap());
-    let mut line = String::new();
-    stdout.read_line(&mut line).unwrap();
-    let mut bodies = Vec::new();
-    for (i, (name, args)) in tools.iter().enumerate() {
-        let call = json!({"jsonrpc": "2.0", "id": i + 1, "method": "tools/call",
-            "params": {"name": name, "arguments": args}});
-        writeln!(stdin, "{call}").unwrap();
         stdin.flush().unwrap();
-        line.clear();
+        let mut stdout = BufReader::new(child.stdout.take().unwrap());
+        let mut line = String::new();
         stdout.read_line(&mut line).unwrap();
+        Self {
+            child,
+            stdin,
+            stdout,
+            stderr,
+            next_id: 1,
+        }
+    }
+
+    /// Calls one tool and returns its `isError` flag and JSON body.
+    pub(crate) fn call(&mut self, name: &str, args: &Value) -> (bool, Value) {
+        let call = json!({"jsonrpc": "2.0", "id": self.next_id, "method": "tools/call",
+            "params": {"name": name, "arguments": args}});
+        self.next_id += 1;
+        writeln!(self.stdin, "{call}").unwrap();
+        self.stdin.flush().unwrap();
+        let mut line = String::new();
+        self.stdout.read_line(&mut line).unwrap();
         let reply: Value = serde_json::from_str(&line).unwrap();
         let is_error = reply["result"]["isError"].as_bool().unwrap_or(false);
         let text = reply["result"]["content"][0]["text"].as_str().unwrap();
-        bodies.push((is_error, serde_json::from_str(text).unwrap()));
+        (is_error, serde_json::from_str(text).unwrap())
     }
-    drop(stdin);
-    let status = child.wait().unwrap();
-    let stderr = stderr.join().unwrap();
-    assert!(status.success(), "{status}: {stderr}");
-    (bodies, stderr)
+
+    /// Closes stdin, checks the server exits cleanly, and returns what it wrote to stderr.
+    pub(crate) fn finish(mut self) -> String {
+        drop(self.stdin);
+        let status = self.child.wait().unwrap();
+        let stderr = self.stderr.join().unwrap();
+        assert!(status.success(), "{status}: {stderr}");
+        stderr
+    }
 }
 
 pub(crate) fn run_ok(cmd: &mut Command) -> String {
@@ -323,6 +356,66 @@ fn index_rebuild_then_status_covers_the_stored_rows() {
     assert_eq!(memories["live_tail"], 0, "{status}");
 }
 
+/// The memories table's entry of `cpersona index status` over `dir`.
+fn memories_status(dir: &Path) -> Value {
+    let status: Value =
+        serde_json::from_str(&run_ok(cpersona_in(dir).args(["index", "status"]))).unwrap();
+    status["tables"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["table"] == "memories")
+        .cloned()
+        .unwrap_or_else(|| panic!("{status}"))
+}
+
+/// Issue 16's default path: `serve` alone, with no operator step, puts what an agent stores
+/// into index segments (a first build, then flushes) while it keeps serving, so recall never
+/// falls back to scoring every row from SQLite.
+#[test]
+fn serve_indexes_what_it_stores_with_no_operator_step() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cmd = cpersona_in(dir.path());
+    cmd.env("CPERSONA_INDEX_FLUSH_MS", "50");
+    let mut session = StdioSession::start(cmd);
+    let poll_until_indexed = |want: u64| {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        loop {
+            let status = memories_status(dir.path());
+            if status["rows"] == want && status["live_tail"] == 0 {
+                return status;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "not indexed after 30 s: {status}"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    };
+    for i in 0..5 {
+        let (failed, body) = session.call(
+            "store",
+            &json!({"agent_id": "a", "content": format!("fact number {i}")}),
+        );
+        assert!(!failed, "{body}");
+    }
+    let first = poll_until_indexed(5);
+    for i in 5..8 {
+        session.call(
+            "store",
+            &json!({"agent_id": "a", "content": format!("later fact {i}")}),
+        );
+    }
+    let (_, deleted) = session.call("delete_memory", &json!({"agent_id": "a", "memory_id": 1}));
+    assert_eq!(deleted["ok"], true, "{deleted}");
+    let later = poll_until_indexed(7);
+    assert!(
+        later["segments"].as_array().unwrap().len() >= first["segments"].as_array().unwrap().len(),
+        "{later}"
+    );
+    session.finish();
+}
+
 /// A lone UTF-16 surrogate cannot become a Rust string: the stdio line filter answers the
 /// request with a JSON-RPC parse error carrying its id, before any tool runs (so nothing can
 /// be written), and the server keeps serving.
@@ -411,7 +504,14 @@ fn recall_precision_round_trip_and_stale_index_warning() {
         )
     }));
     calls.push(("check_health", json!({})));
-    let bodies = call_tools(dir.path(), &calls);
+    // The background flush would fold the later rows in; a long period keeps them a live
+    // tail for the warning (its first pass runs at start, before any of these calls land).
+    let mut cmd = cpersona_in(dir.path());
+    cmd.env("CPERSONA_INDEX_FLUSH_MS", "60000");
+    let bodies: Vec<Value> = call_tools_with(cmd, &calls)
+        .into_iter()
+        .map(|(_, body)| body)
+        .collect();
     let set = &bodies[0];
     assert_eq!(set["ok"], true, "{set}");
     assert_eq!(set["precision"], "strict", "{set}");
