@@ -71,7 +71,9 @@ pub use episodes::{
     EpisodeItem, ListEpisodesOutcome, ListEpisodesRequest,
 };
 pub use error::{Error, Result};
-pub use health::report::{EmbedderSummary, HealthReport, HealthRequest};
+pub use health::report::{
+    DEFAULT_INDEX_STALE_WARN_SHARE, EmbedderSummary, HealthReport, HealthRequest,
+};
 pub use health::stages::facts::UnusedSetting;
 pub use health::stages::{Finding, Repair, Severity as HealthSeverity};
 pub use memories::list::{ListMemoriesOutcome, ListMemoriesRequest, MemoryItem};

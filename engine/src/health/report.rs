@@ -11,8 +11,12 @@ use crate::health::stages::{Finding, Severity, status, summary};
 use crate::store::generations::IndexStatus;
 use crate::store::stats::StoreStats;
 
+/// `index_freshness`'s default warning share (CPersona's `INDEX_TAIL_RATIO`, the server's
+/// `CPERSONA_INDEX_STALE_WARN_SHARE` default).
+pub const DEFAULT_INDEX_STALE_WARN_SHARE: f64 = 0.2;
+
 /// What `check_health` is asked.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct HealthRequest {
     /// The agent whose rows are checked; `""` checks every agent. FTS, schema, integrity
     /// and the index are whole-store checks either way.
@@ -25,6 +29,19 @@ pub struct HealthRequest {
     pub index_stale_warn_share: f64,
     /// Settings that are set but without effect (the server's list), for `settings`.
     pub unused_settings: Vec<UnusedSetting>,
+}
+
+impl Default for HealthRequest {
+    /// Every check, every agent, no repair, the default stale share, no settings listed.
+    fn default() -> HealthRequest {
+        HealthRequest {
+            agent_id: String::new(),
+            fix: false,
+            checks: Vec::new(),
+            index_stale_warn_share: DEFAULT_INDEX_STALE_WARN_SHARE,
+            unused_settings: Vec::new(),
+        }
+    }
 }
 
 /// The configured embedder, as `check_health` reports it.

@@ -13,7 +13,6 @@ use crate::common::{DIM, TestEmbedder, conn, fixture, fixture_with, store};
 fn request(fix: bool) -> HealthRequest {
     HealthRequest {
         fix,
-        index_stale_warn_share: 0.2,
         ..HealthRequest::default()
     }
 }
