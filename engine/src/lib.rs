@@ -45,6 +45,7 @@ mod agent;
 pub mod associations;
 pub mod derived;
 mod episodes;
+pub mod health;
 mod memories;
 mod paging;
 mod portability;
@@ -70,6 +71,11 @@ pub use episodes::{
     EpisodeItem, ListEpisodesOutcome, ListEpisodesRequest,
 };
 pub use error::{Error, Result};
+pub use health::report::{
+    DEFAULT_INDEX_STALE_WARN_SHARE, EmbedderSummary, HealthReport, HealthRequest,
+};
+pub use health::stages::facts::UnusedSetting;
+pub use health::stages::{Finding, Repair, Severity as HealthSeverity};
 pub use memories::list::{ListMemoriesOutcome, ListMemoriesRequest, MemoryItem};
 pub use memories::{
     DeleteMemoryOutcome, LockMemoryOutcome, MemoryIdRequest, StoreId, StoreOutcome, StoreRequest,
@@ -365,6 +371,12 @@ impl Engine {
     /// [`Engine::drain_embedding_queue`], retrying delayed and exhausted rows too.
     pub fn drain_embedding_queue_now(&self, max_rows: usize) -> Result<DrainOutcome> {
         derived::drain_embedding_queue(&self.store, max_rows, true)
+    }
+
+    /// `check_health`: the vector arm, index freshness and CPersona's applicable checks,
+    /// repaired first when `req.fix` asks.
+    pub fn check_health(&self, req: &HealthRequest) -> Result<HealthReport> {
+        health::check_health(&self.store, &self.config, req)
     }
 
     /// Schema version, integrity, row counts (of one agent, `""` = all) and file size.

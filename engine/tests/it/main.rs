@@ -9,6 +9,7 @@ mod cue;
 mod cue_relations;
 mod derived;
 mod fuzz;
+mod health;
 mod index_fresh;
 mod lexical_cap;
 mod loop_codes;

@@ -13,6 +13,7 @@ mod fake;
 mod fake_hub;
 mod faults;
 mod fuzz;
+mod health;
 mod http;
 mod mcp;
 mod model;

@@ -305,6 +305,7 @@ fn engine_layer(module: &ModPath) -> (u8, &'static str) {
         ) => (0, "base"),
         (Some("recall" | "reconstruct"), Some("stages")) => (1, "pure stages"),
         (Some("derived"), Some("nodes" | "blocks")) => (1, "pure stages"),
+        (Some("health"), Some("stages")) => (1, "pure stages"),
         (Some("config"), _) => (2, "config"),
         (Some("store"), _) => (3, "store"),
         _ => (4, "features"),

@@ -71,9 +71,4 @@ impl EngineBackend {
     pub(crate) fn recall_settings(&self) -> &RecallSettings {
         &self.recall
     }
-
-    /// The embedder (for `check_health`).
-    pub(crate) fn embedder(&self) -> &dyn Embedder {
-        self.embedder.as_ref()
-    }
 }

@@ -1,0 +1,121 @@
+//! `check_health`'s request and report. The report serialises to CPersona's response body:
+//! `total_memories`, `issues` (the findings that are not `ok`, in CPersona's severity words),
+//! `severity_summary`, `status`, `fixed`, `checks_run`, `stats`, and `repairs_skipped` with
+//! its reason when a pause stopped `fix`; plus ours: `checks` (every finding, `ok` ones
+//! included, with reason and remedy), `index` and `embedder`.
+
+use serde::ser::{Serialize, SerializeMap, Serializer};
+
+use crate::health::stages::facts::UnusedSetting;
+use crate::health::stages::{Finding, Severity, status, summary};
+use crate::store::generations::IndexStatus;
+use crate::store::stats::StoreStats;
+
+/// `index_freshness`'s default warning share (CPersona's `INDEX_TAIL_RATIO`, the server's
+/// `CPERSONA_INDEX_STALE_WARN_SHARE` default).
+pub const DEFAULT_INDEX_STALE_WARN_SHARE: f64 = 0.2;
+
+/// What `check_health` is asked.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HealthRequest {
+    /// The agent whose rows are checked; `""` checks every agent. FTS, schema, integrity
+    /// and the index are whole-store checks either way.
+    pub agent_id: String,
+    /// Repair what can be repaired safely, then judge again.
+    pub fix: bool,
+    /// Run only these checks (registry names or their aliases); empty = every check.
+    pub checks: Vec<String>,
+    /// `index_freshness` warns past this share of rows changed since a generation.
+    pub index_stale_warn_share: f64,
+    /// Settings that are set but without effect (the server's list), for `settings`.
+    pub unused_settings: Vec<UnusedSetting>,
+}
+
+impl Default for HealthRequest {
+    /// Every check, every agent, no repair, the default stale share, no settings listed.
+    fn default() -> HealthRequest {
+        HealthRequest {
+            agent_id: String::new(),
+            fix: false,
+            checks: Vec::new(),
+            index_stale_warn_share: DEFAULT_INDEX_STALE_WARN_SHARE,
+            unused_settings: Vec::new(),
+        }
+    }
+}
+
+/// The configured embedder, as `check_health` reports it.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct EmbedderSummary {
+    /// Its model id.
+    pub model_id: String,
+    /// Its dimension.
+    pub dim: usize,
+    /// Its window in tokens.
+    pub window_tokens: usize,
+    /// False when the `embedder` finding degrades recall.
+    pub healthy: bool,
+    /// True when it is the hashed n-gram fallback.
+    pub fallback: bool,
+}
+
+/// What `check_health` found (and, with `fix`, repaired).
+#[derive(Clone, Debug)]
+pub struct HealthReport {
+    /// Memories of the agent (every memory for `""`).
+    pub total_memories: i64,
+    /// Every check's finding, in registry order (after `fix`: the residual run's).
+    pub findings: Vec<Finding>,
+    /// Rows (or tables) the repairs wrote, summed over checks.
+    pub fixed: u64,
+    /// The checks that ran.
+    pub checks_run: Vec<&'static str>,
+    /// Row counts and file facts.
+    pub stats: StoreStats,
+    /// The index generations.
+    pub index: IndexStatus,
+    /// The configured embedder.
+    pub embedder: EmbedderSummary,
+    /// Why `fix` did not run, when it was asked and could not.
+    pub repairs_skipped: Option<String>,
+}
+
+impl HealthReport {
+    /// `healthy`, `degraded` or `unhealthy` (see [`crate::health::stages::status`]).
+    pub fn status(&self) -> &'static str {
+        status(&self.findings)
+    }
+
+    /// The finding of `check`, if it ran.
+    pub fn finding(&self, check: &str) -> Option<&Finding> {
+        self.findings.iter().find(|f| f.check == check)
+    }
+}
+
+impl Serialize for HealthReport {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let issues: Vec<serde_json::Value> = self
+            .findings
+            .iter()
+            .filter(|f| f.severity != Severity::Ok)
+            .map(Finding::issue)
+            .collect();
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("ok", &true)?;
+        map.serialize_entry("total_memories", &self.total_memories)?;
+        map.serialize_entry("issues", &issues)?;
+        map.serialize_entry("severity_summary", &summary(&self.findings))?;
+        map.serialize_entry("status", self.status())?;
+        map.serialize_entry("fixed", &self.fixed)?;
+        map.serialize_entry("checks_run", &self.checks_run)?;
+        if let Some(reason) = &self.repairs_skipped {
+            map.serialize_entry("repairs_skipped", &true)?;
+            map.serialize_entry("repairs_skip_reason", reason)?;
+        }
+        map.serialize_entry("checks", &self.findings)?;
+        map.serialize_entry("stats", &self.stats)?;
+        map.serialize_entry("index", &self.index)?;
+        map.serialize_entry("embedder", &self.embedder)?;
+        map.end()
+    }
+}
