@@ -120,6 +120,14 @@ fn an_export_onto_the_database_is_refused_and_the_store_still_opens() {
         let out = call_tools_with(with_export_dir(dir.path(), Some(&folder)), &calls);
         assert!(refusal(&out[2]).starts_with(STORE_FILE), "{}", out[2].1);
     }
+    // The file is still SQLite's (with the WAL holding every page, a JSONL file in its place
+    // would still open until the next checkpoint).
+    let bytes = std::fs::read(&db).unwrap();
+    assert!(
+        bytes.starts_with(b"SQLite format 3\0"),
+        "{:?}",
+        &bytes[..32.min(bytes.len())]
+    );
     let check: Value = serde_json::from_str(&run_ok(cpersona_in(dir.path()).arg("check"))).unwrap();
     assert_eq!(check["stats"]["memories"], 2, "{check}");
     assert_eq!(check["stats"]["integrity"], json!(["ok"]));
