@@ -103,9 +103,12 @@ async def exercise(session, mode, workdir, label):
     check(updated.get("ok") is True, f"{label}: update: {updated}")
     text = await contents_of(session, agent, memory_id)
     check(text == "The user's cat is called Mochi", f"{label}: content after update {text!r}")
-    export_path = os.path.join(workdir, f"{label}.jsonl")
+    # A bare name lands in the default export folder, `exports/` beside the database.
+    export_path = f"{label}.jsonl"
     exported = await call(session, "export_memories", {"agent_id": agent, "output_path": export_path})
     check(exported.get("memories") == 2, f"{label}: export: {exported}")
+    landed = os.path.realpath(os.path.join(workdir, "exports", export_path))
+    check(exported.get("path") == landed, f"{label}: export path: {exported}")
     deleted = await call(session, "delete_memory", {"agent_id": agent, "memory_id": memory_id})
     check(deleted.get("deleted_id") == memory_id, f"{label}: delete: {deleted}")
     imported = await call(session, "import_memories", {"input_path": export_path, "target_agent_id": f"{agent}-copy"})

@@ -29,7 +29,8 @@ use cpersona_engine::recall::stages::shape::{Hydrated, ShapeInput, shape};
 use cpersona_engine::recall::{ArmList, RecallConfig};
 use cpersona_engine::refs::RefKind;
 use cpersona_engine::{
-    EmbeddingFormat, Engine, EngineConfig, ImportRequest, IndexTable, RecallQuery, time, vector,
+    EmbeddingFormat, Engine, EngineConfig, ExportDir, ImportRequest, IndexTable, RecallQuery, time,
+    vector,
 };
 use criterion::{BenchmarkId, Criterion};
 
@@ -94,6 +95,8 @@ fn write_import(
 fn open(db: &Path, cap: Option<usize>) -> BoxResult<Engine> {
     let mut config = EngineConfig::new(db);
     config.max_import_bytes = 1 << 40;
+    // The corpus file lives beside the bench's store, not in its export folder.
+    config.export_dir = ExportDir::Operator;
     config.recall.lexical_cap = cap;
     Ok(Engine::open(config, Arc::new(HashEmbedder::new()))?)
 }

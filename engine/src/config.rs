@@ -2,7 +2,7 @@
 //! documented constant. The engine never reads environment variables; the server parses them
 //! and hands a validated value down.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
 
@@ -50,6 +50,33 @@ pub use crate::vector::EmbeddingFormat;
 /// CPersona's `CPERSONA_MAX_MEMORIES`: the vector scan window per table (newest rows in scope).
 pub const MAX_MEMORIES: usize = 10_000;
 
+/// The folder under the data folder that `export_memories` and `import_memories` reach when
+/// no `CPERSONA_EXPORT_DIR` is set: `<database folder>/exports`.
+pub const DEFAULT_EXPORT_FOLDER: &str = "exports";
+
+/// Where `export_memories` and `import_memories` may touch the filesystem. Whatever the
+/// reach, an export never lands on the store's own files (the database, its `-wal`, `-shm`,
+/// `-journal` and every `<db>.*` index file beside it) and never replaces an existing file
+/// unless the request asks (`overwrite`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ExportDir {
+    /// Paths resolve inside this folder (relative ones against it), symlinks that leave it
+    /// are refused, and refusals say nothing about what lies outside it. Created on the
+    /// first export when missing. `/` is the old, unconfined reach (`CPERSONA_EXPORT_DIR=/`).
+    Folder(PathBuf),
+    /// The operator's command line (`cpersona export FILE` / `import FILE`): any path the
+    /// operator names, relative ones against the working directory, symlinks followed.
+    Operator,
+}
+
+impl ExportDir {
+    /// The default for a store at `db_path`: [`DEFAULT_EXPORT_FOLDER`] beside the database.
+    pub fn default_for(db_path: &Path) -> ExportDir {
+        let parent = db_path.parent().unwrap_or(Path::new(""));
+        ExportDir::Folder(parent.join(DEFAULT_EXPORT_FOLDER))
+    }
+}
+
 /// Everything the engine needs to open a store.
 #[derive(Clone, Debug)]
 pub struct EngineConfig {
@@ -77,9 +104,9 @@ pub struct EngineConfig {
     pub busy_timeout_ms: u32,
     /// Encoding of embeddings written from now on.
     pub embedding_format: EmbeddingFormat,
-    /// When set, export and import paths must resolve inside this folder (CPersona's
-    /// `CPERSONA_EXPORT_DIR`); when unset only `..` segments are refused.
-    pub export_dir: Option<PathBuf>,
+    /// Where export and import paths may reach (CPersona's `CPERSONA_EXPORT_DIR`; by
+    /// default [`ExportDir::default_for`] the database, never unconfined).
+    pub export_dir: ExportDir,
     /// Vector scan window per table: the newest rows in scope that form the near list
     /// (CPersona's `CPERSONA_MAX_MEMORIES`, default [`MAX_MEMORIES`]); older rows go
     /// to the far list.
@@ -100,8 +127,10 @@ pub struct EngineConfig {
 impl EngineConfig {
     /// The defaults for a store at `db_path`.
     pub fn new(db_path: impl Into<PathBuf>) -> EngineConfig {
+        let db_path = db_path.into();
         EngineConfig {
-            db_path: db_path.into(),
+            export_dir: ExportDir::default_for(&db_path),
+            db_path,
             max_content_chars: DEFAULT_MAX_CONTENT_CHARS,
             max_profile_chars: DEFAULT_MAX_PROFILE_CHARS,
             max_metadata_chars: DEFAULT_MAX_METADATA_CHARS,
@@ -113,7 +142,6 @@ impl EngineConfig {
             queue_retry_delay_secs: DEFAULT_QUEUE_RETRY_DELAY_SECS,
             busy_timeout_ms: DEFAULT_BUSY_TIMEOUT_MS,
             embedding_format: EmbeddingFormat::F32,
-            export_dir: None,
             scan_window: MAX_MEMORIES,
             recall: crate::recall::stages::config::RecallConfig::default(),
             reconstruct: ReconstructConfig::default(),

@@ -64,9 +64,11 @@ pub enum Error {
     /// The memory is locked against this operation.
     #[error("memory {id} is locked and cannot be {action}")]
     MemoryLocked { id: i64, action: &'static str },
-    /// An import or export path is outside the allowed folder or otherwise unusable.
-    #[error("path {path} refused: {reason}")]
-    PathRefused { path: String, reason: String },
+    /// An import or export path is outside the export folder or otherwise unusable. The
+    /// message names the argument, never the path: a path outside the folder must not learn
+    /// whether it exists, what it is or where a symlink leads.
+    #[error("{field} refused: {reason}")]
+    PathRefused { field: &'static str, reason: String },
     /// An import file is malformed.
     #[error("import file malformed at line {line}: {reason}")]
     ImportMalformed { line: usize, reason: String },

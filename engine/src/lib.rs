@@ -64,7 +64,7 @@ pub use associations::{
     Dropped, EntityInput, RelationInput, Retracted, TraverseBounds, TraverseEntity,
     TraverseOutcome, TraverseRelation, TraverseRequest,
 };
-pub use config::{EmbeddingFormat, EngineConfig, ReconstructConfig};
+pub use config::{EmbeddingFormat, EngineConfig, ExportDir, ReconstructConfig};
 pub use derived::{DerivedReport, StoredBlock};
 pub use episodes::{
     ArchiveEpisodeOutcome, ArchiveEpisodeRequest, DeleteEpisodeOutcome, DeleteEpisodeRequest,

@@ -15,7 +15,8 @@ use std::time::Instant;
 use cpersona_engine::embed::EmbedderIdentity;
 use cpersona_engine::recall::Arm;
 use cpersona_engine::{
-    EmbeddingFormat, Engine, EngineConfig, ImportRequest, IndexTable, RecallQuery, time, vector,
+    EmbeddingFormat, Engine, EngineConfig, ExportDir, ImportRequest, IndexTable, RecallQuery, time,
+    vector,
 };
 use cpersona_scale::corpus::SOURCES;
 use cpersona_scale::report::{self, Header, Pct, Rung, STAGES};
@@ -129,6 +130,8 @@ fn run_rung(corpus: &Corpus, n: usize, work: &Path) -> BoxResult<Rung> {
     let db = work.join("store.db");
     let mut config = EngineConfig::new(&db);
     config.max_import_bytes = 1 << 40;
+    // The seeded corpus lives in the work folder, not in the store's export folder.
+    config.export_dir = ExportDir::Operator;
     let engine = Engine::open(config, embedder)?;
     let started = Instant::now();
     let outcome = engine.import_memories(&ImportRequest {

@@ -135,7 +135,8 @@ def free_port():
 
 def base_env(db, embed_url):
     env = {k: v for k, v in os.environ.items() if not k.startswith("CPERSONA_")}
-    env.update(CPERSONA_DB_PATH=db, CPERSONA_EMBEDDING_MODE="http", CPERSONA_EMBEDDING_URL=embed_url,
+    # The corpus file is not in the store's export folder: CPERSONA_EXPORT_DIR=/ is the old reach.
+    env.update(CPERSONA_DB_PATH=db, CPERSONA_EXPORT_DIR="/", CPERSONA_EMBEDDING_MODE="http", CPERSONA_EMBEDDING_URL=embed_url,
                CPERSONA_MAX_IMPORT_BYTES=str(4 << 30), CPERSONA_FUSED_GATE_ENABLED="false",
                CPERSONA_AUTOCUT_ENABLED="false", RUST_LOG="warn")
     return env
@@ -156,7 +157,7 @@ async def session_run(params, fn):
 async def load(params, jsonl, rows, label):
     async def go(session):
         t = time.perf_counter()
-        body = await call(session, "import_memories", {"input_path": jsonl})
+        body = await call(session, "import_memories", {"input_path": os.path.abspath(jsonl)})
         took = time.perf_counter() - t
         got = body.get("imported_memories")
         if got != rows:

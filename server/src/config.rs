@@ -32,7 +32,8 @@ pub struct Config {
     pub writes: WriteLimits,
     pub recall: RecallSettings,
     pub reconstruct: ReconstructSettings,
-    /// Confinement root for export/import paths (`CPERSONA_EXPORT_DIR`).
+    /// Confinement root for export/import paths (`CPERSONA_EXPORT_DIR`); unset, the engine's
+    /// default `<database folder>/exports`.
     pub export_dir: Option<PathBuf>,
     /// Largest import file accepted (`CPERSONA_MAX_IMPORT_BYTES`).
     pub max_import_bytes: u64,

@@ -1,7 +1,8 @@
 //! `export_memories`: one consistent snapshot written as JSONL to a temporary file, fsynced
-//! and renamed into place. It must never leave a half-written file under the final name.
+//! and linked (or, with `overwrite`, renamed) into place inside the export folder
+//! (`paths`). It never leaves a half-written file under the final name, never replaces a
+//! file unasked and never lands on the store's own files.
 
-use std::io::Write;
 use std::path::PathBuf;
 
 use serde::Serialize;
@@ -23,6 +24,9 @@ pub struct ExportRequest {
     pub output_path: PathBuf,
     /// Add `embedding_b64` (little-endian f32, base64) to rows that have a vector.
     pub include_embeddings: bool,
+    /// Replace an existing file (atomically, by rename); without it an existing file is
+    /// refused and left as it was.
+    pub overwrite: bool,
 }
 
 /// `export_memories`' response.
@@ -56,7 +60,12 @@ pub(crate) fn export_memories(
     config: &EngineConfig,
     req: &ExportRequest,
 ) -> Result<ExportOutcome> {
-    let path = super::check_path(&req.output_path, config.export_dir.as_deref())?;
+    let target = super::paths::export_target(
+        &config.export_dir,
+        &config.db_path,
+        &req.output_path,
+        req.overwrite,
+    )?;
     let agent = (!req.agent_id.is_empty()).then_some(req.agent_id.as_str());
     let (pred, values) = Scope::read(agent, None, None).predicate("");
     let lines = store.read(|conn| {
@@ -85,26 +94,16 @@ pub(crate) fn export_memories(
         map.insert("entity_count".into(), json!(entities));
         map.insert("relation_count".into(), json!(relations));
     }
-    let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
-    let write = || -> Result<()> {
-        let file = std::fs::File::create(&tmp)?;
-        let mut out = std::io::BufWriter::new(file);
+    target.write(&config.db_path, |out| {
         writeln!(out, "{header}")?;
         for line in &body {
             writeln!(out, "{line}")?;
         }
-        let file = out.into_inner().map_err(|err| err.into_error())?;
-        file.sync_all()?;
-        std::fs::rename(&tmp, &path)?;
         Ok(())
-    };
-    if let Err(err) = write() {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(err);
-    }
+    })?;
     Ok(ExportOutcome {
         ok: true,
-        path: path.display().to_string(),
+        path: target.path.display().to_string(),
         memories,
         episodes,
         profiles,

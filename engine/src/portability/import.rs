@@ -32,23 +32,12 @@ pub(crate) fn import_memories(
     if !req.target_agent_id.is_empty() {
         crate::text::check_agent(&req.target_agent_id)?;
     }
-    let path = super::check_path(&req.input_path, config.export_dir.as_deref())?;
-    let refuse = |reason: &str| Error::PathRefused {
-        path: path.display().to_string(),
-        reason: reason.to_owned(),
-    };
-    let meta = std::fs::metadata(&path).map_err(|_| refuse("cannot be read"))?;
-    if !meta.is_file() {
-        return Err(refuse("is not a regular file"));
-    }
-    if meta.len() > config.max_import_bytes {
-        return Err(refuse(&format!(
-            "is {} bytes, max {}",
-            meta.len(),
-            config.max_import_bytes
-        )));
-    }
-    let text = std::fs::read_to_string(&path).map_err(|_| refuse("is not UTF-8 text"))?;
+    let text = super::paths::read_import(
+        &config.export_dir,
+        &config.db_path,
+        &req.input_path,
+        config.max_import_bytes,
+    )?;
     let mut outcome = ImportOutcome {
         ok: true,
         dry_run: req.dry_run,

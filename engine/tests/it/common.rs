@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use cpersona_engine::embed::{EmbedError, Embedder, EmbedderIdentity};
-use cpersona_engine::{Engine, EngineConfig, StoreId, StoreRequest};
+use cpersona_engine::{Engine, EngineConfig, ExportDir, StoreId, StoreRequest};
 
 pub(crate) const DIM: usize = 32;
 
@@ -70,6 +70,9 @@ pub(crate) fn fixture_with(edit: impl FnOnce(&mut EngineConfig)) -> Fixture {
     let dir = tempfile::tempdir().unwrap();
     let embedder = TestEmbedder::new("test-hash-32", DIM);
     let mut config = EngineConfig::new(dir.path().join("store.db"));
+    // The tests here move files between fixtures' folders, as an operator would; the export
+    // folder's confinement has its own tests (`portability/paths`, the server's binary tests).
+    config.export_dir = ExportDir::Operator;
     edit(&mut config);
     let engine = Engine::open(config, embedder.clone()).unwrap();
     Fixture {

@@ -70,11 +70,10 @@ fn fixture() -> F {
         dim: DIM,
         window_tokens: WINDOW,
     };
-    let engine = Engine::open(
-        EngineConfig::new(dir.path().join("store.db")),
-        Arc::new(Windowed(inner.clone(), identity)),
-    )
-    .unwrap();
+    let mut config = EngineConfig::new(dir.path().join("store.db"));
+    // Import files are written beside the store, as an operator would place them.
+    config.export_dir = cpersona_engine::ExportDir::Operator;
+    let engine = Engine::open(config, Arc::new(Windowed(inner.clone(), identity))).unwrap();
     F { dir, inner, engine }
 }
 

@@ -59,7 +59,7 @@ fn step() -> impl Strategy<Value = Step> {
 
 fn open(f: &Fixture) -> Engine {
     let mut config = EngineConfig::new(f.dir.path().join("store.db"));
-    config.export_dir = Some(f.dir.path().to_path_buf());
+    config.export_dir = cpersona_engine::ExportDir::Folder(f.dir.path().to_path_buf());
     Engine::open(config, f.embedder.clone()).unwrap()
 }
 
@@ -132,6 +132,7 @@ fn apply(f: &mut Fixture, n: usize, step: &Step) {
                     agent_id: AGENTS[from].into(),
                     output_path: path.clone(),
                     include_embeddings: n.is_multiple_of(2),
+                    overwrite: false,
                 })
                 .unwrap();
             f.engine

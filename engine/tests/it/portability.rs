@@ -43,6 +43,7 @@ fn export_then_import_elsewhere_is_idempotent() {
             agent_id: "a".into(),
             output_path: path.clone(),
             include_embeddings: true,
+            overwrite: false,
         })
         .unwrap();
     assert_eq!((out.memories, out.episodes, out.profiles), (2, 1, 1));

@@ -137,6 +137,7 @@ fn export_then_import_restores_what_traverse_answers() {
             agent_id: "a".into(),
             output_path: path.clone(),
             include_embeddings: false,
+            overwrite: false,
         })
         .unwrap();
     assert_eq!((out.memories, out.entities, out.relations), (2, 3, 3));

@@ -14,7 +14,8 @@ use std::time::Instant;
 
 use cpersona_engine::embed::EmbedderIdentity;
 use cpersona_engine::{
-    EmbeddingFormat, Engine, EngineConfig, ImportRequest, IndexTable, RecallQuery, time, vector,
+    EmbeddingFormat, Engine, EngineConfig, ExportDir, ImportRequest, IndexTable, RecallQuery, time,
+    vector,
 };
 
 use super::{Dataset, Error};
@@ -128,6 +129,8 @@ pub fn track_b_with_cap(
     });
     let mut config = EngineConfig::new(work.join("store.db"));
     config.max_import_bytes = 1 << 40;
+    // The task's corpus lives in the work folder, not in the store's export folder.
+    config.export_dir = ExportDir::Operator;
     // Full-ranking regime (cpersona-2.5 §11.1): the scan window covers the corpus, the gate
     // is off; the default Recall Depth (50) covers the top 10.
     config.scan_window = config.scan_window.max(ds.docs.len());

@@ -1,6 +1,10 @@
 //! The operator's subcommands over the engine: `import`, `export`, `check` and `embed-serve`
 //! (`model` is `model.rs`). Results go to stdout as JSON (these commands never serve stdio MCP);
-//! the operator is trusted with paths, so `CPERSONA_EXPORT_DIR` confinement does not apply.
+//! the operator naming a path on the command line is trusted with it, so `CPERSONA_EXPORT_DIR`
+//! confinement does not apply (`ExportDir::Operator`: relative paths against the working
+//! directory, symlinks followed). Two rules still hold: an export never lands on the store's
+//! own files (the database, `-wal`, `-shm`, `-journal`, index files), and never replaces an
+//! existing file without `--force`.
 
 use std::io::Write;
 use std::net::SocketAddr;
@@ -8,17 +12,15 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::Context;
-use cpersona_engine::{Engine, ExportRequest, ImportRequest};
+use cpersona_engine::{Engine, ExportDir, ExportRequest, ImportRequest};
 use serde::Serialize;
 
 use crate::cli::{RunError, open};
 use crate::config::Config;
 
-/// Opens the engine for an operator command (no path confinement).
+/// Opens the engine for an operator command (the operator's reach, no export folder).
 pub(crate) fn open_engine(config: &Config) -> Result<Arc<Engine>, RunError> {
-    let mut config = config.clone();
-    config.export_dir = None;
-    Ok(open::open(&config)?.0)
+    Ok(open::open_with(config, |engine| engine.export_dir = ExportDir::Operator)?.0)
 }
 
 pub(crate) fn print_json(value: &impl Serialize) -> Result<(), RunError> {
@@ -47,31 +49,38 @@ pub(crate) fn import(
     print_json(&outcome)
 }
 
-/// `cpersona export [FILE]`: to FILE, or through a temporary file to stdout.
+/// `cpersona export [FILE] [--force]`: to FILE (an existing one only with `--force`), or
+/// through a temporary file in a private folder of its own to stdout.
 pub(crate) fn export(
     config: &Config,
     file: Option<PathBuf>,
     agent_id: Option<String>,
+    force: bool,
 ) -> Result<(), RunError> {
     let engine = open_engine(config)?;
-    let to_stdout = file.is_none();
-    let path = file.unwrap_or_else(|| {
-        std::env::temp_dir().join(format!("cpersona-export-{}.jsonl", std::process::id()))
-    });
-    let outcome = engine
-        .export_memories(&ExportRequest {
-            agent_id: agent_id.unwrap_or_default(),
-            output_path: path.clone(),
-            include_embeddings: false,
-        })
-        .context("export failed")?;
-    if !to_stdout {
+    let request = |output_path: PathBuf, overwrite: bool| ExportRequest {
+        agent_id: agent_id.clone().unwrap_or_default(),
+        output_path,
+        include_embeddings: false,
+        overwrite,
+    };
+    if let Some(file) = file {
+        let outcome = engine
+            .export_memories(&request(file, force))
+            .context("export failed")?;
         return print_json(&outcome);
     }
-    let copied = copy_to_stdout(&path);
-    let removed = std::fs::remove_file(&path);
-    copied?;
-    removed.with_context(|| format!("cannot remove {}", path.display()))?;
+    let folder = private_temp_folder()?;
+    let path = folder.join("export.jsonl");
+    let exported = engine
+        .export_memories(&request(path.clone(), false))
+        .context("export failed");
+    let copied = exported.is_ok().then(|| copy_to_stdout(&path));
+    let _ = std::fs::remove_file(&path);
+    let removed = std::fs::remove_dir(&folder);
+    let outcome = exported?;
+    copied.transpose()?;
+    removed.with_context(|| format!("cannot remove {}", folder.display()))?;
     tracing::info!(
         memories = outcome.memories,
         episodes = outcome.episodes,
@@ -79,6 +88,34 @@ pub(crate) fn export(
         "exported"
     );
     Ok(())
+}
+
+/// A fresh folder only this process can use (mode 0700, created exclusively), so nobody can
+/// plant a file or symlink at the name the export is written to.
+fn private_temp_folder() -> Result<PathBuf, RunError> {
+    let mut builder = std::fs::DirBuilder::new();
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    let base = std::env::temp_dir();
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    for attempt in 0..16u32 {
+        let folder = base.join(format!(
+            "cpersona-export-{}-{nanos:x}-{attempt}",
+            std::process::id()
+        ));
+        match builder.create(&folder) {
+            Ok(()) => return Ok(folder),
+            Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(err) => {
+                return Err(anyhow::Error::new(err)
+                    .context(format!("cannot create a folder in {}", base.display()))
+                    .into());
+            }
+        }
+    }
+    Err(anyhow::anyhow!("cannot create a private folder in {}", base.display()).into())
 }
 
 fn copy_to_stdout(path: &Path) -> Result<(), RunError> {

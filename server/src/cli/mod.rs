@@ -55,13 +55,17 @@ pub enum Command {
         #[arg(long)]
         dry_run: bool,
     },
-    /// Export memories, episodes and profiles as JSONL (to FILE, else stdout).
+    /// Export memories, episodes and profiles as JSONL (to FILE, else stdout). Never onto the
+    /// store's own files; an existing FILE only with --force.
     Export {
         /// Where to write; stdout when omitted.
         file: Option<PathBuf>,
         /// Only this agent.
         #[arg(long, value_name = "AGENT_ID")]
         agent_id: Option<String>,
+        /// Replace FILE when it exists (atomically, by rename).
+        #[arg(long)]
+        force: bool,
     },
     /// Check the database: schema version, integrity, index generations.
     Check,
@@ -183,7 +187,11 @@ fn run(command: Command, config: Config, env: &Env) -> Result<(), RunError> {
             target_agent_id,
             dry_run,
         } => admin::import(&config, file, target_agent_id, dry_run),
-        Command::Export { file, agent_id } => admin::export(&config, file, agent_id),
+        Command::Export {
+            file,
+            agent_id,
+            force,
+        } => admin::export(&config, file, agent_id, force),
         Command::Check => admin::check(&config),
         Command::Model { action } => model::run(action, &config, env),
         Command::EmbedServe { http } => admin::embed_serve(&config, http),

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use cpersona_engine::embed::{self, Embedder, RemoteOptions};
-use cpersona_engine::{Engine, EngineConfig};
+use cpersona_engine::{Engine, EngineConfig, ExportDir};
 
 use crate::cli::RunError;
 use crate::config::{Config, EmbedderConfig, RecallMode};
@@ -23,7 +23,10 @@ pub(crate) fn engine_config(config: &Config) -> EngineConfig {
     engine.max_profile_chars = config.writes.max_profile_chars;
     engine.max_metadata_chars = config.writes.max_metadata_chars;
     engine.max_import_bytes = config.max_import_bytes;
-    engine.export_dir = config.export_dir.clone();
+    // Unset: the engine's default, `<database folder>/exports`.
+    if let Some(dir) = &config.export_dir {
+        engine.export_dir = ExportDir::Folder(dir.clone());
+    }
     let recall = &config.recall;
     engine.scan_window = usize::try_from(recall.scan_window).unwrap_or(usize::MAX);
     engine.recall.fusion = match recall.mode {
@@ -107,6 +110,14 @@ pub(crate) fn build_embedder(config: &Config) -> Result<Arc<dyn Embedder>, RunEr
 
 /// Builds the embedder and opens (creating and migrating) the store.
 pub(crate) fn open(config: &Config) -> Result<(Arc<Engine>, Arc<dyn Embedder>), RunError> {
+    open_with(config, |_| {})
+}
+
+/// As [`open`], with the engine settings changed by `edit` first (the operator's reach).
+pub(crate) fn open_with(
+    config: &Config,
+    edit: impl FnOnce(&mut EngineConfig),
+) -> Result<(Arc<Engine>, Arc<dyn Embedder>), RunError> {
     let embedder = build_embedder(config)?;
     if let Some(parent) = config
         .db_path
@@ -116,7 +127,9 @@ pub(crate) fn open(config: &Config) -> Result<(Arc<Engine>, Arc<dyn Embedder>), 
         std::fs::create_dir_all(parent)
             .with_context(|| format!("cannot create the database folder {}", parent.display()))?;
     }
-    let engine = Engine::open(engine_config(config), Arc::clone(&embedder))
+    let mut engine_config = engine_config(config);
+    edit(&mut engine_config);
+    let engine = Engine::open(engine_config, Arc::clone(&embedder))
         .with_context(|| format!("cannot open the database {}", config.db_path.display()))?;
     Ok((Arc::new(engine), embedder))
 }

@@ -121,7 +121,12 @@ pub const SETTINGS: &[Setting] = &[
         "CPERSONA_OAUTH_JWKS_URI",
         "OAuth is not implemented (without CPERSONA_OAUTH_RESOURCE it does nothing in CPersona either)",
     ),
-    honoured("CPERSONA_EXPORT_DIR"),
+    honoured_as(
+        "CPERSONA_EXPORT_DIR",
+        "unset confines export/import to `<database folder>/exports` (CPersona: anywhere but `..`); \
+         `/` restores that reach; relative paths resolve inside the folder; an export never lands \
+         on the store's own files nor, without `overwrite`, on an existing file",
+    ),
     honoured("CPERSONA_MAX_IMPORT_BYTES"),
     not_read("CPERSONA_REMOTE_URL", NO_PROXY),
     not_read("CPERSONA_PROXY_MAX_INFLIGHT", NO_PROXY),

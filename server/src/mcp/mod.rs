@@ -89,6 +89,11 @@ impl McpServer {
         };
         let backend = Arc::clone(&self.backend);
         match tokio::task::spawn_blocking(move || op(backend.as_ref(), decoded)).await {
+            // A body that says `ok: false` (set_recall_precision kept the old precision) is a
+            // refusal whatever its other fields: `isError` agrees with it.
+            Ok(Ok(body)) if body["ok"] == false => {
+                CallToolResult::error(vec![ContentBlock::text(body.to_string())])
+            }
             Ok(Ok(body)) => CallToolResult::success(vec![ContentBlock::text(body.to_string())]),
             Ok(Err(ToolError::User { message })) => refusal(tool, &message),
             Ok(Err(ToolError::Internal { message })) => {

@@ -21,6 +21,7 @@ mod py;
 mod recency;
 mod reconstruct;
 mod replay_cli;
+mod safe_paths;
 mod schemas;
 mod settings;
 mod tidy;

@@ -175,6 +175,7 @@ impl ToolBackend for EngineBackend {
             agent_id: args.agent_id,
             output_path: args.output_path.into(),
             include_embeddings: args.include_embeddings,
+            overwrite: args.overwrite,
         };
         body(self.engine.export_memories(&req))
     }

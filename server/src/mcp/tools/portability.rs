@@ -8,9 +8,12 @@ use crate::mcp::validate::input_schema;
 use crate::mcp::{McpServer, wire};
 
 const EXPORT: &str = "Write an agent's memories, episodes and profile (`agent_id` \"\" = every \
-agent) to a JSONL file at `output_path` (inside CPERSONA_EXPORT_DIR when set; `..` refused), \
-optionally with embeddings. Returns {ok, path, memories, episodes, profiles}.";
-const IMPORT: &str = "Read a JSONL file written by `export_memories` (`input_path`), optionally \
+agent) to a JSONL file at `output_path`, inside the export folder (CPERSONA_EXPORT_DIR, else \
+`exports/` beside the database; relative paths resolve in it; `..` refused), optionally with \
+embeddings. An existing file is replaced only with `overwrite: true`. Returns {ok, path, \
+memories, episodes, profiles}.";
+const IMPORT: &str = "Read a JSONL file written by `export_memories` (`input_path`, inside the \
+export folder), optionally \
 under `target_agent_id`; duplicates are skipped; `dry_run: true` only counts. One transaction: \
 all or nothing. Returns {ok, dry_run, imported_memories, skipped_memories, imported_episodes, \
 skipped_episodes, profile_updated}.";

@@ -25,19 +25,24 @@ pub struct ExportArgs {
     #[serde(default)]
     #[schemars(length(max = 256))]
     pub agent_id: String,
-    /// Where to write the JSONL file (inside `CPERSONA_EXPORT_DIR` when set; no `..`).
+    /// Where to write the JSONL file: inside the export folder (`CPERSONA_EXPORT_DIR`, else
+    /// `exports/` beside the database), relative paths against it; no `..`.
     #[schemars(length(min = 1, max = 4096))]
     pub output_path: String,
     /// Include embeddings (base64), so an import needs no re-embedding.
     #[serde(default)]
     pub include_embeddings: bool,
+    /// Replace the file when it exists (atomically); without it an existing file is refused.
+    #[serde(default)]
+    pub overwrite: bool,
 }
 
 /// `import_memories`.
 #[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ImportArgs {
-    /// A JSONL file written by `export_memories`.
+    /// A JSONL file written by `export_memories`, inside the export folder (relative paths
+    /// against it).
     #[schemars(length(min = 1, max = 4096))]
     pub input_path: String,
     /// Import every row under this agent instead of the one in the file.

@@ -134,6 +134,10 @@ pub(crate) fn command(bin: &Path, db: &Path) -> Command {
         }
     }
     cmd.env("CPERSONA_DB_PATH", db);
+    // The import files are written beside the database: that folder is the export folder.
+    if let Some(folder) = db.parent() {
+        cmd.env("CPERSONA_EXPORT_DIR", folder);
+    }
     cmd.env("CPERSONA_EMBEDDING_MODE", "none");
     cmd.env_remove("RUST_LOG");
     cmd
