@@ -122,6 +122,13 @@ pub struct EngineConfig {
     /// The propagation seat (CPersona 2.6's `propagation-v1`, `CPERSONA_RECALL_PROPAGATION_SEAT`):
     /// one held place for the best row of a deeper ranking. Off by default, as shipped.
     pub propagation_seat: bool,
+    /// Adopt a new embedder when the store's vectors were written by another one: the store
+    /// targets the configured embedder at once and its rows are re-embedded
+    /// ([`crate::Engine::reembed_step`]) until none of the old model is left. Never toward
+    /// the hashed fallback over a real model's vectors (a missing model folder must not
+    /// wipe them). On by default; off keeps the old target (writes queue, the vector arm is
+    /// skipped) until an operator runs `cpersona reembed`.
+    pub reembed_on_model_change: bool,
 }
 
 impl EngineConfig {
@@ -147,6 +154,7 @@ impl EngineConfig {
             reconstruct: ReconstructConfig::default(),
             associations_enabled: false,
             propagation_seat: false,
+            reembed_on_model_change: true,
         }
     }
 

@@ -52,6 +52,7 @@ mod portability;
 mod profiles;
 pub mod recall;
 pub mod reconstruct;
+mod reembed;
 pub mod trace;
 
 pub use derived::{blocks, nodes};
@@ -99,6 +100,7 @@ pub use reconstruct::mode::{ModeReport, ReconstructMode, TokenCapCut};
 pub use reconstruct::read::GRAPH_ROW_CAP;
 pub use reconstruct::stages::places::{Places, ProPlaces};
 pub use reconstruct::{ReconstructRequest, ReconstructResult};
+pub use reembed::ReembedStep;
 pub use scope::Scope;
 pub use store::generations::blocks::{block_row_id, split_block_row_id};
 pub use store::generations::{
@@ -107,6 +109,7 @@ pub use store::generations::{
 pub use store::index::{FlushOutcome, MaintainOutcome, MergeReport};
 pub use store::pauses::{NoPersist, PauseOutcome, PersistenceStatus, ResumeOutcome};
 pub use store::queue::{DrainOutcome, QueueStatus};
+pub use store::reembed::ReembedProgress;
 pub use store::stats::StoreStats;
 
 /// The engine: the handle the server holds. A facade of one-line methods, one per tool or
@@ -122,13 +125,17 @@ impl Engine {
     ///
     /// The store records the embedder's identity (model id, dimension) the first time it is
     /// opened, and again while it holds no vector at all. An embedder whose identity differs
-    /// from a store that already holds vectors is not an error: the engine opens, writes land
-    /// unembedded and are queued until a matching embedder is back (vectors are never mixed).
+    /// from a store that already holds vectors is adopted and the old rows are re-embedded by
+    /// [`Engine::reembed_step`] (not over a real model with the hashed fallback, nor with
+    /// `reembed_on_model_change` off: then writes queue until a matching embedder is back).
+    /// Vectors of two models are never compared.
     pub fn open(config: EngineConfig, embedder: Arc<dyn Embedder>) -> Result<Engine> {
-        Ok(Engine {
-            store: Store::open(&config, embedder)?,
-            config,
-        })
+        let store = Store::open(&config, embedder)?;
+        if store.vector_target().reembed_from.is_some() {
+            // Counted once now, so the first recalls already say what share they covered.
+            reembed::progress(&store)?;
+        }
+        Ok(Engine { store, config })
     }
 
     /// The same engine scanning vectors with `kernels` (tests compare scalar and detected);
@@ -358,9 +365,26 @@ impl Engine {
         derived::stored_blocks(&self.store, r)
     }
 
-    /// `get_queue_status`.
+    /// `get_queue_status`, with a re-embedding's progress while one is under way.
     pub fn get_queue_status(&self) -> Result<QueueStatus> {
-        self.store.get_queue_status()
+        reembed::queue_status(&self.store)
+    }
+
+    // Re-embedding after a model change.
+    /// One bounded step of re-embedding rows of another model (the background task's unit).
+    pub fn reembed_step(&self, max_rows: usize) -> Result<ReembedStep> {
+        reembed::step(&self.store, max_rows)
+    }
+
+    /// Where re-embedding stands (counts the rows).
+    pub fn reembed_progress(&self) -> Result<ReembedProgress> {
+        reembed::progress(&self.store)
+    }
+
+    /// An operator's `cpersona reembed`: adopts the configured embedder when the store holds
+    /// another model's vectors (even over a real model, even with adoption off).
+    pub fn start_reembed(&self) -> Result<ReembedProgress> {
+        reembed::start(&self.store)
     }
 
     /// Embeds up to `max_rows` queued rows, then owed node and block vectors.

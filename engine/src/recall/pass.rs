@@ -286,6 +286,16 @@ fn run_arms(
             arms.lists.push(lists.far);
             arms.vector = lists.report;
             arms.query_vector = Some(query_vector);
+            if let Some(reembed) = crate::reembed::under_way(store) {
+                arms.advisories.push(format!(
+                    "re-embedding to {} under way: the vector arm covered {} of {} rows \
+                     ({:.1}%); the others are reached by the lexical arms only",
+                    reembed.to_model,
+                    reembed.done,
+                    reembed.rows,
+                    reembed.share_covered * 100.0
+                ));
+            }
         }
         Err(reason) => arms.advisories.push(format!(
             "vector arm skipped ({reason}); results come from the lexical arms only"

@@ -23,6 +23,7 @@ pub(crate) mod generations;
 pub(crate) mod index;
 pub(crate) mod pauses;
 pub(crate) mod queue;
+pub(crate) mod reembed;
 pub(crate) mod stats;
 pub(crate) mod target;
 
@@ -45,6 +46,8 @@ pub struct Store {
     pub(crate) segments: Mutex<SegmentCache>,
     /// The kernels vector scans use (detected; tests may force scalar).
     pub(crate) kernels: Kernels,
+    /// Where the re-embedding worker stands (`crate::reembed`): its cursors and last count.
+    pub(crate) reembed: Mutex<reembed::WorkerState>,
 }
 
 /// The part of [`EngineConfig`] the store itself reads.
@@ -82,8 +85,9 @@ impl Store {
     ///
     /// The store records the embedder's identity (model id, dimension) the first time it is
     /// opened, and again while it holds no vector at all. An embedder whose identity differs
-    /// from a store that already holds vectors is not an error: the engine opens, writes land
-    /// unembedded and are queued until a matching embedder is back (vectors are never mixed).
+    /// from a store that already holds vectors is adopted and the old rows re-embedded
+    /// (`target.rs` says when it is not: then writes land unembedded and are queued until a
+    /// matching embedder is back). Vectors of two models are never compared.
     pub(crate) fn open(config: &EngineConfig, embedder: Arc<dyn Embedder>) -> Result<Store> {
         config.validate()?;
         if config.db_path.as_os_str() == ":memory:" {
@@ -94,7 +98,12 @@ impl Store {
             });
         }
         let writer = db::open_writer(&config.db_path, config.busy_timeout_ms)?;
-        let vectors = target::settle_identity(&writer, embedder.as_ref())?;
+        let adoption = if config.reembed_on_model_change {
+            target::Adoption::Auto
+        } else {
+            target::Adoption::Off
+        };
+        let vectors = target::settle_identity(&writer, embedder.as_ref(), adoption)?;
         Ok(Store {
             settings: StoreSettings::of(config),
             embedder,
@@ -104,7 +113,19 @@ impl Store {
             pauses: Mutex::new(HashMap::new()),
             segments: Mutex::new(HashMap::new()),
             kernels: Kernels::detect(),
+            reembed: Mutex::new(Default::default()),
         })
+    }
+
+    /// Makes the configured embedder the target now (an operator's `cpersona reembed` when
+    /// adoption is off, or over the hashed fallback); the worker then re-embeds the rest.
+    pub(crate) fn adopt_embedder(&self) -> Result<VectorTarget> {
+        let target = self.write(|tx| {
+            target::settle_identity(tx, self.embedder.as_ref(), target::Adoption::Operator)
+        })?;
+        // A target of another model must not be searched through the old one's segments.
+        *lock(&self.vectors) = target.clone();
+        Ok(target)
     }
 
     /// The same store scanning vectors with `kernels` (tests compare scalar and detected);

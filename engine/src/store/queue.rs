@@ -10,7 +10,7 @@ use crate::store::Store;
 use crate::time::now_ms;
 
 /// `get_queue_status`'s response (CPersona's shape plus `exhausted`).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct QueueStatus {
     /// Always true: the queue always exists.
     pub enabled: bool,
@@ -22,6 +22,9 @@ pub struct QueueStatus {
     pub max_retries: u32,
     /// Seconds between attempts on one row.
     pub retry_delay: u64,
+    /// A re-embedding under way (or blocked) after a model change; absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reembed: Option<crate::store::reembed::ReembedProgress>,
 }
 
 /// What one drain did.
@@ -85,6 +88,7 @@ impl Store {
                 exhausted,
                 max_retries: max,
                 retry_delay: self.settings.queue_retry_delay_secs,
+                reembed: None,
             })
         })
     }

@@ -61,11 +61,11 @@ fn rows_of_another_model_are_a_warning_never_healthy() {
     for text in ["my cat is called Miso", "I live in Kyoto", "green tea"] {
         store(&f, "a", text);
     }
-    let other = Engine::open(
-        EngineConfig::new(f.dir.path().join("store.db")),
-        TestEmbedder::new("another-model", DIM),
-    )
-    .unwrap();
+    // Adoption off: the store keeps its model's target (with it on, the new model is adopted
+    // and its re-embedding reported instead: `tests/it/reembed.rs`).
+    let mut config = EngineConfig::new(f.dir.path().join("store.db"));
+    config.reembed_on_model_change = false;
+    let other = Engine::open(config, TestEmbedder::new("another-model", DIM)).unwrap();
     let report = health(&other, false);
     let json = body(&report);
     assert_eq!(json["status"], "degraded", "{json}");

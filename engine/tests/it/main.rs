@@ -21,5 +21,6 @@ mod recall;
 mod recall_credit;
 mod recall_gaps;
 mod recency;
+mod reembed;
 mod trace;
 mod write_path;

@@ -393,7 +393,10 @@ fn a_store_with_vectors_never_takes_another_width() {
     let path = f.dir.path().join("store.db");
     drop(f.engine);
     let other = crate::common::TestEmbedder::new("other-model", 16);
-    let engine = Engine::open(EngineConfig::new(&path), other).unwrap();
+    // Adoption off (with it on, the whole store moves to the new width: `tests/it/reembed.rs`).
+    let mut config = EngineConfig::new(&path);
+    config.reembed_on_model_change = false;
+    let engine = Engine::open(config, other).unwrap();
     let out = engine.store(&req("a", "second")).unwrap();
     assert_eq!(out.embedded, Some(false));
     let drained = engine.drain_embedding_queue_now(10).unwrap();

@@ -38,6 +38,7 @@ pub(crate) fn embedder(store: &Store) -> EmbedderFacts {
         store_model_id: target.model_id,
         store_dim: target.dim,
         store_matches: target.embedder_matches,
+        reembed_from: target.reembed_from.map(|(model, _)| model),
     }
 }
 

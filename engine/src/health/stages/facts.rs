@@ -21,6 +21,8 @@ pub struct EmbedderFacts {
     /// True when the embedder's identity equals the store's: only then does recall search
     /// vectors at all.
     pub store_matches: bool,
+    /// The model the store is being re-embedded away from, while that runs.
+    pub reembed_from: Option<String>,
 }
 
 /// An embedder that says it is degraded.

@@ -13,6 +13,7 @@ fn embedder(model: &str, store_model: &str) -> EmbedderFacts {
         store_model_id: store_model.into(),
         store_dim: 384,
         store_matches: model == store_model,
+        reembed_from: None,
     }
 }
 

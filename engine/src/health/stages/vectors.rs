@@ -67,9 +67,9 @@ pub fn embedding_model(facts: &EmbedderFacts, tables: &[TableVectors]) -> Findin
             ),
         )
         .remedy(format!(
-            "restart with the embedder that wrote the vectors ({store}), or re-embed the store \
-             with {configured}; until then new rows land without a vector and wait in the \
-             embedding queue"
+            "restart with the embedder that wrote the vectors ({store}), or run `cpersona \
+             reembed` to re-embed the store with {configured}; until then new rows land \
+             without a vector and wait in the embedding queue"
         ))
         .count(other)
         .with("store_model_id", &facts.store_model_id)
@@ -82,17 +82,32 @@ pub fn embedding_model(facts: &EmbedderFacts, tables: &[TableVectors]) -> Findin
             format!("every stored vector is {configured}"),
         );
     }
-    Finding::new(
-        "embedding_model",
-        Severity::Warning,
-        format!(
-            "vector arm partial: {other} rows carry vectors of another model ({per_table}); \
-             recall never compares them with {configured} queries, so it misses them"
+    let (reason, remedy) = match &facts.reembed_from {
+        Some(from) => (
+            format!(
+                "vector arm partial: re-embedding from {from} to {configured} is under way; \
+                 {other} rows still carry another model's vector ({per_table}) and recall \
+                 reaches them through the lexical arms only until they are done"
+            ),
+            "nothing to do: `cpersona serve` re-embeds them in the background (progress in \
+             get_queue_status's `reembed`); `cpersona reembed` does it in the foreground"
+                .to_owned(),
         ),
-    )
-    .remedy(format!("re-embed those rows with {configured}"))
-    .count(other)
-    .with("tables", tables)
+        None => (
+            format!(
+                "vector arm partial: {other} rows carry vectors of another model ({per_table}); \
+                 recall never compares them with {configured} queries, so it misses them"
+            ),
+            format!(
+                "re-embed those rows with {configured}: `cpersona serve` does it in the \
+                 background, `cpersona reembed` in the foreground"
+            ),
+        ),
+    };
+    Finding::new("embedding_model", Severity::Warning, reason)
+        .remedy(remedy)
+        .count(other)
+        .with("tables", tables)
 }
 
 /// `vector_coverage`: the share of rows whose vector the arm can search now. It counts rows
