@@ -40,6 +40,10 @@ pub struct Config {
     /// Declared associations and their recall cue (`CPERSONA_ASSOCIATIONS_ENABLED`, off by
     /// default: CPersona 2.6 has no such switch, this port keeps the feature opt-in).
     pub associations_enabled: bool,
+    /// Re-embed the store in the background when the embedder changed
+    /// (`CPERSONA_AUTO_REEMBED`, default true; never toward the hashed fallback over a real
+    /// model's vectors). Off, the old vectors stay and `cpersona reembed` starts it.
+    pub auto_reembed: bool,
     /// The builtin model's folder (`CPERSONA_MODEL_DIR`, else [`default_model_dir`]), whatever
     /// the embedding mode: `cpersona model install` installs there.
     pub model_dir: PathBuf,
@@ -249,6 +253,7 @@ impl Config {
             export_dir: env.get("CPERSONA_EXPORT_DIR").map(PathBuf::from),
             max_import_bytes: env.int("CPERSONA_MAX_IMPORT_BYTES", 104_857_600, 1, u64::MAX)?,
             associations_enabled: env.boolean("CPERSONA_ASSOCIATIONS_ENABLED", false)?,
+            auto_reembed: env.boolean("CPERSONA_AUTO_REEMBED", true)?,
             model_dir,
             model_dir_from_env,
             index: IndexMaintenance {

@@ -3,8 +3,9 @@
 //! report them as JSON on stdout. The index is derived data; these commands never change a
 //! row. `serve` flushes and merges in the background, so none of them is needed to keep
 //! recall fast; they are for operators who schedule the work (`CPERSONA_INDEX_AUTO_MERGE`).
+//! `cpersona reembed` lives here too: it rewrites the vectors the index is built from.
 
-use cpersona_engine::IndexTable;
+use cpersona_engine::{Engine, IndexTable};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::cli::{RunError, Table, admin};
@@ -47,6 +48,10 @@ pub(crate) fn status(config: &Config) -> Result<(), RunError> {
 /// `index flush`: until every table is up to the change log (a long backlog takes several).
 pub(crate) fn flush(config: &Config) -> Result<(), RunError> {
     let engine = admin::open_engine(config)?;
+    admin::print_json(&flush_all(&engine)?)
+}
+
+fn flush_all(engine: &Engine) -> Result<Vec<cpersona_engine::FlushOutcome>, RunError> {
     let mut outcomes = Vec::new();
     for table in IndexTable::ALL {
         while let Some(outcome) = engine.flush_index(table).map_err(anyhow::Error::from)? {
@@ -57,7 +62,7 @@ pub(crate) fn flush(config: &Config) -> Result<(), RunError> {
             }
         }
     }
-    admin::print_json(&outcomes)
+    Ok(outcomes)
 }
 
 /// `index merge`: every merge the policy picks, until none is left.
@@ -70,4 +75,62 @@ pub(crate) fn merge(config: &Config) -> Result<(), RunError> {
         }
     }
     admin::print_json(&merges)
+}
+
+/// Rows one `reembed` step embeds: one short transaction each, as the background task does.
+const REEMBED_STEP_ROWS: usize = 64;
+
+/// `reembed`: adopts the configured embedder when the store holds another model's vectors
+/// (even over a real model, even with `CPERSONA_AUTO_REEMBED=false`), re-embeds every row of
+/// another model with a progress bar on stderr, flushes the index so recall searches them
+/// from segments at once, and prints the final progress as JSON. Safe to interrupt: a later
+/// run, or `serve`, resumes.
+pub(crate) fn reembed(config: &Config) -> Result<(), RunError> {
+    let engine = admin::open_engine(config)?;
+    let start = engine.start_reembed().map_err(anyhow::Error::from)?;
+    if let Some(reason) = &start.blocked {
+        return Err(anyhow::anyhow!("cannot re-embed: {reason}").into());
+    }
+    let style =
+        ProgressStyle::with_template("reembed [{bar:40}] {pos}/{len} rows {per_sec} eta {eta}")
+            .map_err(anyhow::Error::from)?
+            .progress_chars("=> ");
+    let bar =
+        ProgressBar::with_draw_target(Some(start.rows), indicatif::ProgressDrawTarget::stderr());
+    bar.set_style(style);
+    bar.set_position(start.done);
+    let mut idle_steps = 0;
+    let progress = loop {
+        let step = engine
+            .reembed_step(REEMBED_STEP_ROWS)
+            .map_err(anyhow::Error::from)?;
+        bar.set_length(step.progress.rows);
+        bar.set_position(step.progress.done);
+        if let Some(reason) = step.failed {
+            bar.abandon();
+            return Err(anyhow::anyhow!(
+                "re-embedding stopped ({reason}); {} rows remain, run it again to resume",
+                step.progress.remaining
+            )
+            .into());
+        }
+        let worked = step.embedded + step.derived > 0;
+        if !step.progress.active && (step.finished || !worked) {
+            break step.progress;
+        }
+        // A step without work restarts a pass at the first row; two in a row mean rows that
+        // cannot be re-embedded.
+        idle_steps = if worked { 0 } else { idle_steps + 1 };
+        if idle_steps > 2 {
+            bar.abandon();
+            return Err(anyhow::anyhow!(
+                "re-embedding made no progress: {} rows of another model remain",
+                step.progress.remaining
+            )
+            .into());
+        }
+    };
+    bar.finish();
+    flush_all(&engine)?;
+    admin::print_json(&progress)
 }

@@ -74,6 +74,9 @@ pub enum Command {
         #[command(subcommand)]
         action: ModelAction,
     },
+    /// Re-embed every row carrying another model's vector with the configured embedder
+    /// (what `serve` does in the background after a model change), with a progress bar.
+    Reembed,
     /// Run one recall against the database (JSON on stdout); --trace-out saves its trace.
     Recall(recall::RecallArgs),
     /// Re-score a saved recall trace offline with conditions changed (--set k=v).
@@ -195,6 +198,7 @@ fn run(command: Command, config: Config, env: &Env) -> Result<(), RunError> {
         Command::Check => admin::check(&config),
         Command::Model { action } => model::run(action, &config, env),
         Command::EmbedServe { http } => admin::embed_serve(&config, http),
+        Command::Reembed => index::reembed(&config),
         Command::Recall(args) => recall::run(&config, args),
         Command::Replay(args) => replay::run(&config, args),
     }

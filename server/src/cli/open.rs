@@ -57,6 +57,7 @@ pub(crate) fn engine_config(config: &Config) -> EngineConfig {
     engine.reconstruct = config.reconstruct.engine(recall.preview_chars);
     engine.associations_enabled = config.associations_enabled;
     engine.propagation_seat = recall.propagation_seat;
+    engine.reembed_on_model_change = config.auto_reembed;
     engine
 }
 

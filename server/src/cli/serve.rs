@@ -1,5 +1,6 @@
 //! `cpersona serve`: open the engine, build the MCP server over it, start the background
-//! index maintenance (flush, merge) and embedding-queue drain, then run the chosen transport on a tokio runtime. Start-up checks
+//! index maintenance (flush, merge), re-embedding after a model change and the
+//! embedding-queue drain, then run the chosen transport on a tokio runtime. Start-up checks
 //! run before anything else is opened: a refused `CPERSONA_*` setting (`config/coverage.rs`)
 //! stops the server, the other set-but-unhonoured ones are listed once on stderr, and HTTP
 //! needs its token.
@@ -51,6 +52,7 @@ pub(crate) fn run(config: Config, http_flag: Option<SocketAddr>) -> Result<(), R
         .build()?;
     runtime.block_on(async move {
         tokio::spawn(maintain_index(Arc::clone(&engine), index_settings));
+        tokio::spawn(reembed(Arc::clone(&engine)));
         tokio::spawn(drain_queue(engine));
         match (http_addr, security) {
             (Some(addr), Some(security)) => http::serve(server, security, addr).await,
@@ -134,6 +136,57 @@ async fn drain_pass(engine: &Arc<Engine>) -> bool {
         Err(err) => {
             tracing::error!(%err, "embedding queue pass panicked");
             false
+        }
+    }
+}
+
+/// How often the background task looks for rows to re-embed (a model change is seen at
+/// start-up, so this only paces retries after an embedder failure).
+const REEMBED_EVERY: Duration = Duration::from_secs(5);
+/// Rows per re-embedding step: one short write transaction each.
+const REEMBED_ROWS: usize = 64;
+/// The pause between two steps, so requests get the cores between batches.
+const REEMBED_PAUSE: Duration = Duration::from_millis(20);
+
+/// Re-embeds the rows of another model after the store adopted a new embedder, step after
+/// step while there is work, then waits for the next tick (an embedder failure is retried
+/// there). Recall stays correct meanwhile: it searches only rows carrying the new model's
+/// vector and says what share that is.
+async fn reembed(engine: Arc<Engine>) {
+    let mut tick = tokio::time::interval(REEMBED_EVERY);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        loop {
+            let worker = Arc::clone(&engine);
+            match tokio::task::spawn_blocking(move || worker.reembed_step(REEMBED_ROWS)).await {
+                Ok(Ok(step)) => {
+                    if step.finished {
+                        tracing::info!(model = %step.progress.to_model, rows = step.progress.rows, "re-embedding finished");
+                    } else if step.embedded > 0 {
+                        tracing::debug!(
+                            done = step.progress.done,
+                            rows = step.progress.rows,
+                            "re-embedding step"
+                        );
+                    }
+                    if let Some(reason) = &step.failed {
+                        tracing::warn!(%reason, "re-embedding step failed; retried later");
+                    }
+                    if !step.more() {
+                        break;
+                    }
+                }
+                Ok(Err(err)) => {
+                    tracing::warn!(%err, "re-embedding step failed");
+                    break;
+                }
+                Err(err) => {
+                    tracing::error!(%err, "re-embedding step panicked");
+                    break;
+                }
+            }
+            tokio::time::sleep(REEMBED_PAUSE).await;
         }
     }
 }

@@ -377,7 +377,8 @@ pub const SETTINGS: &[Setting] = &[
     // Maintenance and trials.
     not_read(
         "CPERSONA_REEMBED_ROW_CAP",
-        "re-embedding has no row cap setting",
+        "re-embedding after a model change runs in the background until every row is done \
+         (CPERSONA_AUTO_REEMBED); there is no per-run cap",
     ),
     not_read(
         "CPERSONA_NEAR_DUPLICATE_ROW_CAP",
@@ -405,6 +406,7 @@ pub const SETTINGS: &[Setting] = &[
     ours("CPERSONA_RECALL_LEXICAL_CAP"),
     ours("CPERSONA_INDEX_AUTO_MERGE"),
     ours("CPERSONA_INDEX_FLUSH_MS"),
+    ours("CPERSONA_AUTO_REEMBED"),
 ];
 
 /// The row for `name`, if it is one.

