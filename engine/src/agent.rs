@@ -6,6 +6,7 @@ use serde::Serialize;
 
 use crate::error::Result;
 use crate::store::Store;
+use crate::store::changelog::{changelog_head, purged_through};
 use crate::store::pauses::NoPersist;
 use crate::text::check_agent;
 
@@ -73,10 +74,11 @@ pub(crate) fn delete_agent_data(
             "DELETE FROM meta WHERE key = ?",
             [format!("recall_beta:{agent_id}")],
         )?;
-        let head: i64 =
-            tx.query_row("SELECT COALESCE(MAX(seq), 0) FROM change_log", [], |row| {
-                row.get(0)
-            })?;
+        // The AUTOINCREMENT high-water mark, never below an earlier purge's: MAX(seq) would
+        // read lower on a second purge once the first had deleted the newest entries (its
+        // own rows' delete entries), moving the mark back below segments that still hold the
+        // purged rows (tests/it/index_fresh.rs found it: store, flush, purge twice).
+        let head = changelog_head(tx)?.max(purged_through(tx)?) as i64;
         tx.execute("DELETE FROM change_log WHERE agent_id = ?", [agent_id])?;
         tx.execute(
             "INSERT INTO meta(key, value) VALUES ('index_purged_through_seq', ?) \
