@@ -82,8 +82,9 @@ const REEMBED_STEP_ROWS: usize = 64;
 
 /// `reembed`: adopts the configured embedder when the store holds another model's vectors
 /// (even over a real model, even with `CPERSONA_AUTO_REEMBED=false`), re-embeds every row of
-/// another model with a progress bar on stderr, flushes the index so recall searches them
-/// from segments at once, and prints the final progress as JSON. Safe to interrupt: a later
+/// another model with a progress bar on stderr, embeds the rows the queue still owes a
+/// vector, flushes the index so recall searches them from segments at once, and prints the
+/// final progress as JSON. Safe to interrupt: a later
 /// run, or `serve`, resumes.
 pub(crate) fn reembed(config: &Config) -> Result<(), RunError> {
     let engine = admin::open_engine(config)?;
@@ -100,7 +101,7 @@ pub(crate) fn reembed(config: &Config) -> Result<(), RunError> {
     bar.set_style(style);
     bar.set_position(start.done);
     let mut idle_steps = 0;
-    let progress = loop {
+    loop {
         let step = engine
             .reembed_step(REEMBED_STEP_ROWS)
             .map_err(anyhow::Error::from)?;
@@ -116,7 +117,7 @@ pub(crate) fn reembed(config: &Config) -> Result<(), RunError> {
         }
         let worked = step.embedded + step.derived > 0;
         if !step.progress.active && (step.finished || !worked) {
-            break step.progress;
+            break;
         }
         // A step without work restarts a pass at the first row; two in a row mean rows that
         // cannot be re-embedded.
@@ -129,8 +130,25 @@ pub(crate) fn reembed(config: &Config) -> Result<(), RunError> {
             )
             .into());
         }
-    };
+    }
     bar.finish();
+    // Rows that never had a vector (queued while the embedder was down, or imported without
+    // one) are owed one too: the queue drains with the same embedder.
+    loop {
+        let drained = engine
+            .drain_embedding_queue_now(REEMBED_STEP_ROWS)
+            .map_err(anyhow::Error::from)?;
+        if let Some(reason) = drained.last_error {
+            return Err(anyhow::anyhow!(
+                "re-embedded; {} queued rows still wait for a vector ({reason})",
+                drained.remaining
+            )
+            .into());
+        }
+        if drained.remaining == 0 || drained.embedded == 0 {
+            break;
+        }
+    }
     flush_all(&engine)?;
-    admin::print_json(&progress)
+    admin::print_json(&engine.reembed_progress().map_err(anyhow::Error::from)?)
 }
