@@ -1,12 +1,35 @@
 //! `store`'s duplicate probes (CPersona's dedup contract: skip, never upsert). Texts are
-//! compared whole, never a prefix, and a `skipped` answer names the stored row it matched in
-//! both `id` and `reason`, so a caller can see which memory already holds its text.
+//! compared whole, never a prefix, and a probe answers the stored row it matched, so a
+//! `skipped` answer can name it. Imports nothing from `memories` (tidy: no import cycle).
 
 use rusqlite::OptionalExtension;
 
-use super::{StoreId, StoreOutcome, StoreRequest, StoreResult};
 use crate::error::Result;
 use crate::scope::Scope;
+
+/// A stored memory a new one duplicates, and on what.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Duplicate {
+    /// The stored memory.
+    pub(super) id: i64,
+    /// `msg_id` or `content`.
+    pub(super) on: &'static str,
+}
+
+impl Duplicate {
+    /// `duplicate content of memory 7`.
+    pub(super) fn reason(self) -> String {
+        format!("duplicate {} of memory {}", self.on, self.id)
+    }
+}
+
+/// The bucket a new memory lands in, as the unique indexes key it.
+pub(super) struct Bucket<'a> {
+    pub(super) agent_id: &'a str,
+    pub(super) project_id: &'a str,
+    pub(super) channel: &'a str,
+    pub(super) msg_id: &'a str,
+}
 
 /// CPersona's dedup probes in the write-visible scope: msg_id first (channels ignored), then
 /// identical content.
@@ -15,7 +38,7 @@ pub(super) fn probe_duplicate(
     scope: &Scope,
     msg_id: &str,
     content: &str,
-) -> Result<Option<StoreOutcome>> {
+) -> Result<Option<Duplicate>> {
     if !msg_id.is_empty() {
         let (pred, mut values) = scope.without_channel().predicate("");
         values.push(rusqlite::types::Value::Text(msg_id.to_owned()));
@@ -26,7 +49,7 @@ pub(super) fn probe_duplicate(
             .query_row(rusqlite::params_from_iter(values), |row| row.get(0))
             .optional()?;
         if let Some(id) = hit {
-            return Ok(Some(skipped("msg_id", id)));
+            return Ok(Some(Duplicate { id, on: "msg_id" }));
         }
     }
     let (pred, mut values) = scope.predicate("");
@@ -36,64 +59,38 @@ pub(super) fn probe_duplicate(
         .prepare_cached(&sql)?
         .query_row(rusqlite::params_from_iter(values), |row| row.get(0))
         .optional()?;
-    Ok(hit.map(|id| skipped("content", id)))
+    Ok(hit.map(|id| Duplicate { id, on: "content" }))
 }
 
 /// The row a unique index refused the insert for (same bucket and msg_id, or same bucket and
 /// whole content). The probes inside the write transaction see these rows first, so this is
-/// a belt to their braces; it still names the row it matched.
+/// a belt to their braces; it still names the row it matched when it finds one.
 pub(super) fn unique_index_twin(
     tx: &rusqlite::Connection,
-    req: &StoreRequest,
+    bucket: &Bucket<'_>,
     content: &str,
-) -> Result<StoreOutcome> {
+) -> Result<Option<Duplicate>> {
     let twin = |sql: &str, key: &str| -> Result<Option<i64>> {
         Ok(tx
             .query_row(
                 sql,
-                rusqlite::params![req.agent_id, req.project_id, req.channel, key],
+                rusqlite::params![bucket.agent_id, bucket.project_id, bucket.channel, key],
                 |row| row.get(0),
             )
             .optional()?)
     };
-    let by_msg_id = if req.msg_id.is_empty() {
-        None
-    } else {
-        twin(
+    if !bucket.msg_id.is_empty()
+        && let Some(id) = twin(
             "SELECT id FROM memories WHERE agent_id = ?1 AND project_id = ?2 AND msg_id = ?4",
-            &req.msg_id,
+            bucket.msg_id,
         )?
-    };
-    if let Some(id) = by_msg_id {
-        return Ok(skipped("msg_id", id));
+    {
+        return Ok(Some(Duplicate { id, on: "msg_id" }));
     }
     let by_content = twin(
         "SELECT id FROM memories WHERE agent_id = ?1 AND project_id = ?2 \
          AND channel = ?3 AND content = ?4",
         content,
     )?;
-    Ok(match by_content {
-        Some(id) => skipped("content", id),
-        None => outcome("duplicate (unique index)".to_owned(), None),
-    })
-}
-
-/// `skipped` as a duplicate of memory `id`, on `what` (`msg_id` or `content`).
-fn skipped(what: &str, id: i64) -> StoreOutcome {
-    outcome(format!("duplicate {what} of memory {id}"), Some(id))
-}
-
-fn outcome(reason: String, id: Option<i64>) -> StoreOutcome {
-    StoreOutcome {
-        ok: true,
-        result: StoreResult::Skipped,
-        id: id.map(StoreId::Row),
-        embedded: None,
-        reason: Some(reason),
-        locked: None,
-        timestamp_ahead_of_clock: None,
-        persisted: None,
-        dry_run: None,
-        derived: Default::default(),
-    }
+    Ok(by_content.map(|id| Duplicate { id, on: "content" }))
 }

@@ -18,7 +18,7 @@ use crate::store::pauses::NoPersist;
 use crate::text::{check_agent, check_key, sanitise};
 use crate::time::{format_ms_python, now_ms, parse_iso8601_ms};
 
-use self::dedup::probe_duplicate;
+use self::dedup::{Bucket, Duplicate, probe_duplicate, unique_index_twin};
 
 /// Future timestamps more than this many seconds ahead of the clock are flagged
 /// (CPersona 2.6's `CPERSONA_FUTURE_TIMESTAMP_SKEW_SECONDS`, mode `warn`).
@@ -232,10 +232,10 @@ pub(crate) fn store(
         Err(err) => return Err(err),
     };
     let scope = Scope::write_visible(&req.agent_id, &req.project_id, &req.channel);
-    if let Some(outcome) =
+    if let Some(duplicate) =
         store.read(|conn| probe_duplicate(conn, &scope, &req.msg_id, &valid.content))?
     {
-        return Ok(outcome);
+        return Ok(skipped(Some(duplicate)));
     }
     // Embed before taking the writer lock (no model call inside a transaction).
     let embedding = store.embed_for_store(&[valid.content.as_str()]);
@@ -243,8 +243,8 @@ pub(crate) fn store(
     let format = store.settings.embedding_format;
     let mut outcome =
         store.write(|tx| {
-            if let Some(outcome) = probe_duplicate(tx, &scope, &req.msg_id, &valid.content)? {
-                return Ok(outcome);
+            if let Some(duplicate) = probe_duplicate(tx, &scope, &req.msg_id, &valid.content)? {
+                return Ok(skipped(Some(duplicate)));
             }
             let (blob, model, dim, format_tag) = match &embedding {
                 Ok(blobs) => (
@@ -267,7 +267,13 @@ pub(crate) fn store(
             req.lock, blob, model, dim as i64, format_tag,
         ])?;
             if n_inserted == 0 {
-                return dedup::unique_index_twin(tx, req, &valid.content);
+                let bucket = Bucket {
+                    agent_id: &req.agent_id,
+                    project_id: &req.project_id,
+                    channel: &req.channel,
+                    msg_id: &req.msg_id,
+                };
+                return Ok(skipped(unique_index_twin(tx, &bucket, &valid.content)?));
             }
             let id = tx.last_insert_rowid();
             let embedded = blob.is_some();
@@ -496,6 +502,25 @@ fn rejected(reason: String) -> StoreOutcome {
         id: None,
         embedded: None,
         reason: Some(reason),
+        locked: None,
+        timestamp_ahead_of_clock: None,
+        persisted: None,
+        dry_run: None,
+        derived: Default::default(),
+    }
+}
+
+/// `skipped` as a duplicate: `id` and `reason` name the stored memory it matched (a unique
+/// index collision with no row found names none).
+fn skipped(duplicate: Option<Duplicate>) -> StoreOutcome {
+    StoreOutcome {
+        ok: true,
+        result: StoreResult::Skipped,
+        id: duplicate.map(|d| StoreId::Row(d.id)),
+        embedded: None,
+        reason: Some(
+            duplicate.map_or_else(|| "duplicate (unique index)".to_owned(), Duplicate::reason),
+        ),
         locked: None,
         timestamp_ahead_of_clock: None,
         persisted: None,
