@@ -6,9 +6,10 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
 
-/// Memory and episode text cap in characters. CPersona's `CPERSONA_MAX_CONTENT_LENGTH`
+/// Memory and episode text limit in characters. CPersona's `CPERSONA_MAX_CONTENT_LENGTH`
 /// default: long enough for a pasted document section, short enough that one row never
-/// dominates a response budget. Longer text is cut (the response says `truncated`).
+/// dominates a response budget. Longer text is refused whole, never cut (issue 18); the
+/// server advertises this same number as the `maxLength` of every stored text argument.
 pub const DEFAULT_MAX_CONTENT_CHARS: usize = 16_000;
 /// Profile text cap in characters (CPersona's `CPERSONA_MAX_PROFILE_LENGTH`): a profile is
 /// injected into recalls, so it stays short.

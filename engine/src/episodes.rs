@@ -12,7 +12,7 @@ use crate::paging::{PREVIEW_CHARS, cut, fit_budget, read_page};
 use crate::scope::Scope;
 use crate::store::Store;
 use crate::store::pauses::NoPersist;
-use crate::text::{check_agent, check_key, sanitise};
+use crate::text::{Refusal, check_agent, check_key, sanitise};
 use crate::time::{format_ms, now_ms, parse_iso8601_ms};
 
 /// `list_episodes`' row cap (CPersona: limit clamped to 0..=200).
@@ -51,9 +51,6 @@ pub struct ArchiveEpisodeOutcome {
     pub episode_id: Option<i64>,
     /// Whether the summary got its vector now (false: queued).
     pub embedded: bool,
-    /// Present (true) when the cap cut summary or keywords.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub truncated: Option<bool>,
     /// The paused shape.
     #[serde(flatten, skip_serializing_if = "Option::is_none")]
     pub no_persist: Option<NoPersist>,
@@ -176,7 +173,6 @@ pub(crate) fn archive_episode(
             ok: true,
             episode_id: None,
             embedded: false,
-            truncated: None,
             no_persist: Some(no_persist),
             derived: Default::default(),
         });
@@ -185,23 +181,22 @@ pub(crate) fn archive_episode(
     check_key("project_id", &req.project_id)?;
     check_key("channel", &req.channel)?;
     let summary = sanitise(&req.summary, config.max_content_chars).map_err(|refusal| {
-        Error::invalid(
-            "summary",
-            format!("summary is required ({})", refusal.reason()),
-        )
+        let reason = match refusal {
+            Refusal::TooLong { .. } => refusal.reason(),
+            _ => format!("summary is required ({})", refusal.reason()),
+        };
+        Error::invalid("summary", reason)
     })?;
     let keywords = match sanitise(&req.keywords, config.max_content_chars) {
         Ok(keywords) => keywords,
-        Err(crate::text::Refusal::Nul) => {
-            return Err(Error::invalid("keywords", "holds a NUL character"));
+        Err(Refusal::Nul) => return Err(Error::invalid("keywords", "holds a NUL character")),
+        Err(refusal @ Refusal::TooLong { .. }) => {
+            return Err(Error::invalid("keywords", refusal.reason()));
         }
-        Err(_) => crate::text::Sanitised {
-            text: String::new(),
-            truncated: false,
-        },
+        Err(_) => String::new(),
     };
     let (start, end) = history_span(&req.history)?;
-    let embedding = store.embed_for_store(&[summary.text.as_str()]);
+    let embedding = store.embed_for_store(&[summary.as_str()]);
     let target = store.vector_target();
     let format = store.settings.embedding_format;
     let mut outcome =
@@ -220,7 +215,7 @@ pub(crate) fn archive_episode(
              end_time, start_ms, end_ms, resolved, created_at_ms, embedding, embedding_model, \
              embedding_dim, embedding_format) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             params![
-                req.agent_id, req.project_id, req.channel, summary.text, keywords.text,
+                req.agent_id, req.project_id, req.channel, summary, keywords,
                 start.as_ref().map(|s| &s.0), end.as_ref().map(|s| &s.0),
                 start.as_ref().map(|s| s.1), end.as_ref().map(|s| s.1),
                 req.resolved, now_ms(), blob, model, dim as i64, tag,
@@ -234,7 +229,6 @@ pub(crate) fn archive_episode(
                 ok: true,
                 episode_id: Some(id),
                 embedded: embedding.is_ok(),
-                truncated: (summary.truncated || keywords.truncated).then_some(true),
                 no_persist: None,
                 derived: Default::default(),
             })

@@ -8,7 +8,7 @@ use crate::config::EngineConfig;
 use crate::error::{Error, Result};
 use crate::store::Store;
 use crate::store::pauses::NoPersist;
-use crate::text::{Refusal, check_agent, sanitise};
+use crate::text::{Refusal, check_agent, sanitise_cut};
 use crate::time::now_ms;
 
 /// `get_profile`'s response.
@@ -81,7 +81,7 @@ pub(crate) fn update_profile(
         });
     }
     check_agent(&req.agent_id)?;
-    let text = match sanitise(&req.profile, config.max_profile_chars) {
+    let text = match sanitise_cut(&req.profile, config.max_profile_chars) {
         Ok(text) => text,
         Err(Refusal::Nul) => return Err(Error::invalid("profile", "holds a NUL character")),
         Err(refusal) => {

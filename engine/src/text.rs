@@ -1,6 +1,6 @@
-//! Validation and sanitising of caller text before any write: CPersona's annotation strip and
-//! character cap, the key-field and JSON caps, and a deliberate NUL policy. Nothing here
-//! touches the database; a write that fails here writes nothing.
+//! Validation and sanitising of caller text before any write: CPersona's annotation strip,
+//! the character limit, the key-field and JSON caps, and a deliberate NUL policy. Nothing here
+//! touches the database; a write that fails here writes nothing, and no text is cut silently.
 
 use crate::error::{Error, Result};
 
@@ -10,12 +10,12 @@ pub const MAX_KEY_CHARS: usize = 256;
 /// Timestamp text cap in characters (CPersona 2.6 fixes 64): no ISO-8601 instant is longer.
 pub const MAX_TIMESTAMP_CHARS: usize = 64;
 
-/// Text that passed the sanitiser.
+/// A profile text that passed [`sanitise_cut`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Sanitised {
     /// The text to store.
     pub text: String,
-    /// True when the character cap cut it.
+    /// True when the character cap cut it (the response says `truncated`).
     pub truncated: bool,
 }
 
@@ -28,27 +28,73 @@ pub enum Refusal {
     EmptyAfterSanitization,
     /// Holds a NUL character.
     Nul,
+    /// Longer than the limit, counted after the annotation strip.
+    TooLong {
+        /// The text's length in characters.
+        chars: usize,
+        /// The limit it passed.
+        max: usize,
+    },
 }
 
 impl Refusal {
-    /// The reason text CPersona uses.
-    pub fn reason(self) -> &'static str {
+    /// The reason text (CPersona's words where CPersona has one).
+    pub fn reason(self) -> String {
         match self {
-            Refusal::Empty => "empty content",
-            Refusal::EmptyAfterSanitization => "empty after sanitization",
-            Refusal::Nul => "content holds a NUL character",
+            Refusal::Empty => "empty content".to_owned(),
+            Refusal::EmptyAfterSanitization => "empty after sanitization".to_owned(),
+            Refusal::Nul => "content holds a NUL character".to_owned(),
+            Refusal::TooLong { chars, max } => format!(
+                "{chars} characters, over the limit of {max}; nothing was stored (store it \
+                 in parts, or raise the limit)"
+            ),
         }
     }
 }
 
-/// CPersona's sanitiser: NUL refused, `[Memory from …]` annotations (and the whitespace after
-/// each) removed, surrounding whitespace stripped, then cut to `max_chars` characters.
+/// The sanitiser for memory and episode text: NUL refused, `[Memory from …]` annotations (and
+/// the whitespace after each) removed, surrounding whitespace stripped, and a text longer than
+/// `max_chars` characters refused whole.
+///
+/// CPersona cuts at the limit and says `truncated`; a cut text then shares its first
+/// `max_chars` characters with any other long text of the same start, so the second was
+/// skipped as a duplicate of the first and lost (issue 18). Refusing keeps every stored text
+/// exactly what the caller sent, and the limit is the one number the tool schema advertises.
 ///
 /// NUL is refused rather than stripped: SQLite's C string APIs, FTS5 and many clients stop at
 /// it, so a stored NUL silently shortens what recall can see. Other control characters
 /// (tabs, newlines, ANSI escapes from pasted logs) are text and are kept verbatim, as
 /// CPersona keeps them; a JSON client receives them escaped.
-pub fn sanitise(text: &str, max_chars: usize) -> std::result::Result<Sanitised, Refusal> {
+pub fn sanitise(text: &str, max_chars: usize) -> std::result::Result<String, Refusal> {
+    let clean = clean(text)?;
+    if clean.char_indices().nth(max_chars).is_some() {
+        return Err(Refusal::TooLong {
+            chars: clean.chars().count(),
+            max: max_chars,
+        });
+    }
+    Ok(clean)
+}
+
+/// The profile sanitiser: as [`sanitise`], but a text over `max_chars` is cut and marked
+/// `truncated`, as CPersona does. A profile is one upserted row per agent with no duplicate
+/// check, so a cut never makes another write skip.
+pub fn sanitise_cut(text: &str, max_chars: usize) -> std::result::Result<Sanitised, Refusal> {
+    let clean = clean(text)?;
+    match clean.char_indices().nth(max_chars).map(|(cut, _)| cut) {
+        Some(cut) => Ok(Sanitised {
+            text: clean[..cut].to_owned(),
+            truncated: true,
+        }),
+        None => Ok(Sanitised {
+            text: clean,
+            truncated: false,
+        }),
+    }
+}
+
+/// NUL and blank refused, annotations stripped, whitespace trimmed.
+fn clean(text: &str) -> std::result::Result<String, Refusal> {
     if text.contains('\0') {
         return Err(Refusal::Nul);
     }
@@ -56,20 +102,11 @@ pub fn sanitise(text: &str, max_chars: usize) -> std::result::Result<Sanitised, 
         return Err(Refusal::Empty);
     }
     let stripped = strip_annotations(text);
-    let stripped = stripped.trim();
-    if stripped.is_empty() {
+    let trimmed = stripped.trim();
+    if trimmed.is_empty() {
         return Err(Refusal::EmptyAfterSanitization);
     }
-    match stripped.char_indices().nth(max_chars) {
-        Some((cut, _)) => Ok(Sanitised {
-            text: stripped[..cut].to_owned(),
-            truncated: true,
-        }),
-        None => Ok(Sanitised {
-            text: stripped.to_owned(),
-            truncated: false,
-        }),
-    }
+    Ok(trimmed.to_owned())
 }
 
 /// Removes every `[Memory from <one or more non-']' chars>]` and the whitespace after it

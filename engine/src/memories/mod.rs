@@ -3,6 +3,7 @@
 //! first and writes nothing on bad input; the change log is appended by triggers in the same
 //! transaction.
 
+mod dedup;
 pub(crate) mod list;
 
 use rusqlite::{OptionalExtension, params};
@@ -16,6 +17,8 @@ use crate::store::Store;
 use crate::store::pauses::NoPersist;
 use crate::text::{check_agent, check_key, sanitise};
 use crate::time::{format_ms_python, now_ms, parse_iso8601_ms};
+
+use self::dedup::{Bucket, Duplicate, probe_duplicate, unique_index_twin};
 
 /// Future timestamps more than this many seconds ahead of the clock are flagged
 /// (CPersona 2.6's `CPERSONA_FUTURE_TIMESTAMP_SKEW_SECONDS`, mode `warn`).
@@ -96,9 +99,6 @@ pub struct StoreOutcome {
     /// Why skipped or rejected.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
-    /// Present (true) when the content cap cut the text.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub truncated: Option<bool>,
     /// Present (true) when stored locked.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub locked: Option<bool>,
@@ -138,9 +138,6 @@ pub struct UpdateMemoryOutcome {
     pub updated_id: Option<i64>,
     /// Whether the new text got its vector now (false: queued).
     pub embedded: bool,
-    /// Present (true) when the cap cut the text.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub truncated: Option<bool>,
     /// The paused shape.
     #[serde(flatten, skip_serializing_if = "Option::is_none")]
     pub no_persist: Option<NoPersist>,
@@ -199,7 +196,6 @@ pub struct UnlockMemoryOutcome {
 /// A store request after validation: exactly what will be written.
 struct ValidStore {
     content: String,
-    truncated: bool,
     source: String,
     metadata: String,
     timestamp: String,
@@ -223,7 +219,6 @@ pub(crate) fn store(
             id: Some(StoreId::Marker("no-persist")),
             embedded: Some(false),
             reason: Some(no_persist.reason),
-            truncated: None,
             locked: None,
             timestamp_ahead_of_clock: None,
             persisted: Some(false),
@@ -237,10 +232,10 @@ pub(crate) fn store(
         Err(err) => return Err(err),
     };
     let scope = Scope::write_visible(&req.agent_id, &req.project_id, &req.channel);
-    if let Some(outcome) =
+    if let Some(duplicate) =
         store.read(|conn| probe_duplicate(conn, &scope, &req.msg_id, &valid.content))?
     {
-        return Ok(outcome);
+        return Ok(skipped(Some(duplicate)));
     }
     // Embed before taking the writer lock (no model call inside a transaction).
     let embedding = store.embed_for_store(&[valid.content.as_str()]);
@@ -248,8 +243,8 @@ pub(crate) fn store(
     let format = store.settings.embedding_format;
     let mut outcome =
         store.write(|tx| {
-            if let Some(outcome) = probe_duplicate(tx, &scope, &req.msg_id, &valid.content)? {
-                return Ok(outcome);
+            if let Some(duplicate) = probe_duplicate(tx, &scope, &req.msg_id, &valid.content)? {
+                return Ok(skipped(Some(duplicate)));
             }
             let (blob, model, dim, format_tag) = match &embedding {
                 Ok(blobs) => (
@@ -272,7 +267,13 @@ pub(crate) fn store(
             req.lock, blob, model, dim as i64, format_tag,
         ])?;
             if n_inserted == 0 {
-                return Ok(skipped("duplicate (unique index)", None));
+                let bucket = Bucket {
+                    agent_id: &req.agent_id,
+                    project_id: &req.project_id,
+                    channel: &req.channel,
+                    msg_id: &req.msg_id,
+                };
+                return Ok(skipped(unique_index_twin(tx, &bucket, &valid.content)?));
             }
             let id = tx.last_insert_rowid();
             let embedded = blob.is_some();
@@ -285,7 +286,6 @@ pub(crate) fn store(
                 id: Some(StoreId::Row(id)),
                 embedded: Some(embedded),
                 reason: None,
-                truncated: valid.truncated.then_some(true),
                 locked: req.lock.then_some(true),
                 timestamp_ahead_of_clock: valid.ahead.clone(),
                 persisted: None,
@@ -311,15 +311,14 @@ pub(crate) fn update_memory(
             ok: true,
             updated_id: None,
             embedded: false,
-            truncated: None,
             no_persist: Some(no_persist),
             derived: Default::default(),
         });
     }
-    let valid = sanitise(&req.content, config.max_content_chars)
+    let content = sanitise(&req.content, config.max_content_chars)
         .map_err(|refusal| Error::invalid("content", refusal.reason()))?;
     store.read(|conn| check_memory(conn, req.memory_id, &req.agent_id, Some("edited")))?;
-    let embedding = store.embed_for_store(&[valid.text.as_str()]);
+    let embedding = store.embed_for_store(&[content.as_str()]);
     let target = store.vector_target();
     let format = store.settings.embedding_format;
     let mut outcome = store.write(|tx| {
@@ -329,7 +328,7 @@ pub(crate) fn update_memory(
                 "SELECT m.id FROM memories m JOIN memories o ON o.id = ?1 \
                  WHERE m.agent_id = o.agent_id AND m.project_id = o.project_id \
                  AND m.channel = o.channel AND m.content = ?2 AND m.id != ?1",
-                params![req.memory_id, valid.text],
+                params![req.memory_id, content],
                 |row| row.get(0),
             )
             .optional()?;
@@ -351,14 +350,7 @@ pub(crate) fn update_memory(
         tx.execute(
             "UPDATE memories SET content = ?, embedding = ?, embedding_model = ?, \
              embedding_dim = ?, embedding_format = ? WHERE id = ? AND locked = 0",
-            params![
-                valid.text,
-                blob,
-                model,
-                dim as i64,
-                format_tag,
-                req.memory_id
-            ],
+            params![content, blob, model, dim as i64, format_tag, req.memory_id],
         )?;
         match &embedding {
             Ok(_) => crate::store::queue::dequeue(tx, "memories", req.memory_id)?,
@@ -370,7 +362,6 @@ pub(crate) fn update_memory(
             ok: true,
             updated_id: Some(req.memory_id),
             embedded: embedding.is_ok(),
-            truncated: valid.truncated.then_some(true),
             no_persist: None,
             derived: Default::default(),
         })
@@ -495,8 +486,7 @@ fn validate_store(config: &EngineConfig, req: &StoreRequest) -> Result<ValidStor
     let content = sanitise(&req.content, config.max_content_chars)
         .map_err(|refusal| Error::invalid("content", refusal.reason()))?;
     Ok(ValidStore {
-        content: content.text,
-        truncated: content.truncated,
+        content,
         source,
         metadata,
         timestamp,
@@ -512,7 +502,6 @@ fn rejected(reason: String) -> StoreOutcome {
         id: None,
         embedded: None,
         reason: Some(reason),
-        truncated: None,
         locked: None,
         timestamp_ahead_of_clock: None,
         persisted: None,
@@ -521,51 +510,23 @@ fn rejected(reason: String) -> StoreOutcome {
     }
 }
 
-fn skipped(reason: &str, id: Option<i64>) -> StoreOutcome {
+/// `skipped` as a duplicate: `id` and `reason` name the stored memory it matched (a unique
+/// index collision with no row found names none).
+fn skipped(duplicate: Option<Duplicate>) -> StoreOutcome {
     StoreOutcome {
         ok: true,
         result: StoreResult::Skipped,
-        id: id.map(StoreId::Row),
+        id: duplicate.map(|d| StoreId::Row(d.id)),
         embedded: None,
-        reason: Some(reason.to_owned()),
-        truncated: None,
+        reason: Some(
+            duplicate.map_or_else(|| "duplicate (unique index)".to_owned(), Duplicate::reason),
+        ),
         locked: None,
         timestamp_ahead_of_clock: None,
         persisted: None,
         dry_run: None,
         derived: Default::default(),
     }
-}
-
-/// CPersona's dedup probes in the write-visible scope: msg_id first (channels ignored), then
-/// identical content.
-fn probe_duplicate(
-    conn: &rusqlite::Connection,
-    scope: &Scope,
-    msg_id: &str,
-    content: &str,
-) -> Result<Option<StoreOutcome>> {
-    if !msg_id.is_empty() {
-        let (pred, mut values) = scope.without_channel().predicate("");
-        values.push(rusqlite::types::Value::Text(msg_id.to_owned()));
-        let sql =
-            format!("SELECT id FROM memories WHERE {pred} AND msg_id = ? ORDER BY id LIMIT 1");
-        let hit: Option<i64> = conn
-            .prepare_cached(&sql)?
-            .query_row(rusqlite::params_from_iter(values), |row| row.get(0))
-            .optional()?;
-        if let Some(id) = hit {
-            return Ok(Some(skipped("duplicate msg_id", Some(id))));
-        }
-    }
-    let (pred, mut values) = scope.predicate("");
-    values.push(rusqlite::types::Value::Text(content.to_owned()));
-    let sql = format!("SELECT id FROM memories WHERE {pred} AND content = ? ORDER BY id LIMIT 1");
-    let hit: Option<i64> = conn
-        .prepare_cached(&sql)?
-        .query_row(rusqlite::params_from_iter(values), |row| row.get(0))
-        .optional()?;
-    Ok(hit.map(|id| skipped("duplicate content", Some(id))))
 }
 
 /// Checks that memory `id` exists, belongs to `agent_id` (when not empty) and, when `action`

@@ -11,7 +11,7 @@ use super::record::{Embedding, ImportOutcome, ImportRequest, Record};
 use crate::config::EngineConfig;
 use crate::error::{Error, Result};
 use crate::store::{Store, VectorTarget};
-use crate::text::{check_key, sanitise};
+use crate::text::{Refusal, check_key, sanitise, sanitise_cut};
 use crate::time::{now_ms, parse_iso8601_ms};
 use crate::vector::{base64_decode, decode, encode};
 
@@ -227,7 +227,7 @@ fn memory_record(
     let created_at_ms = optional_instant(obj, "created_at")?.unwrap_or(timestamp_ms);
     Ok(Record::Memory {
         msg_id,
-        content: content.text,
+        content,
         source: json_text(obj.get("source"), "{}"),
         metadata: json_text(obj.get("metadata"), "{}"),
         timestamp,
@@ -251,9 +251,13 @@ fn episode_record(
     let axes = axes(obj, target_agent)?;
     let summary = sanitise(&string(obj, "summary"), config.max_content_chars)
         .map_err(|refusal| Error::invalid("summary", refusal.reason()))?;
-    let keywords = sanitise(&string(obj, "keywords"), config.max_content_chars)
-        .map(|k| k.text)
-        .unwrap_or_default();
+    let keywords = match sanitise(&string(obj, "keywords"), config.max_content_chars) {
+        Ok(keywords) => keywords,
+        Err(refusal @ Refusal::TooLong { .. }) => {
+            return Err(Error::invalid("keywords", refusal.reason()));
+        }
+        Err(_) => String::new(),
+    };
     let instant = |key: &str| -> Result<Option<(String, i64)>> {
         match obj.get(key).and_then(Value::as_str) {
             Some(text) if !text.is_empty() => Ok(Some((text.to_owned(), parse_iso8601_ms(text)?))),
@@ -261,7 +265,7 @@ fn episode_record(
         }
     };
     Ok(Record::Episode {
-        summary: summary.text,
+        summary,
         keywords,
         start: instant("start_time")?,
         end: instant("end_time")?,
@@ -283,7 +287,7 @@ fn profile_record(
         target_agent.to_owned()
     };
     crate::text::check_agent(&agent_id)?;
-    let content = sanitise(&string(obj, "content"), config.max_profile_chars)
+    let content = sanitise_cut(&string(obj, "content"), config.max_profile_chars)
         .map_err(|refusal| Error::invalid("profile", refusal.reason()))?;
     Ok(Record::Profile {
         agent_id,

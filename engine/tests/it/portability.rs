@@ -384,3 +384,46 @@ fn bulk_import_fills_fts_and_restores_the_trigger() {
         .unwrap();
     assert_eq!(logged, rows as i64 + 2);
 }
+
+// See: issue 18. An import line whose text is over the content limit was cut (and could then
+// collide with another long line as a duplicate); now that line is refused and named.
+#[test]
+fn r18_an_import_line_over_the_limit_is_refused_and_named() {
+    let f = crate::common::fixture_with(|c| c.max_content_chars = 50);
+    let long = "L".repeat(51);
+    let path = write_lines(
+        f.dir.path(),
+        &[
+            json!({"_type": "header", "version": "cpersona-export/1.0", "agent_id": "", "memory_count": 2, "episode_count": 2, "profile_count": 0}),
+            json!({"_type": "memory", "agent_id": "a", "content": "fits", "timestamp": "2025-05-01T12:00:00Z"}),
+            json!({"_type": "memory", "agent_id": "a", "content": long, "timestamp": "2025-05-01T12:00:00Z"}),
+            json!({"_type": "episode", "agent_id": "a", "summary": long, "keywords": ""}),
+            json!({"_type": "episode", "agent_id": "a", "summary": "fits", "keywords": long}),
+        ],
+    );
+    let out = f
+        .engine
+        .import_memories(&ImportRequest {
+            input_path: path,
+            ..Default::default()
+        })
+        .unwrap();
+    let counted = (
+        out.imported_memories,
+        out.skipped_memories,
+        out.imported_episodes,
+        out.skipped_episodes,
+    );
+    assert_eq!(counted, (1, 1, 0, 2), "{out:?}");
+    for (line, field) in [(3, "content"), (4, "summary"), (5, "keywords")] {
+        assert!(
+            out.errors
+                .iter()
+                .any(|e| e.starts_with(&format!("line {line}:"))
+                    && e.contains(field)
+                    && e.contains("51 characters, over the limit of 50")),
+            "line {line}: {:?}",
+            out.errors
+        );
+    }
+}

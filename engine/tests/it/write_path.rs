@@ -51,10 +51,13 @@ fn store_then_duplicates_are_skipped_with_the_existing_id() {
         .unwrap();
     assert_eq!(
         serde_json::to_value(&same_msg).unwrap(),
-        json!({"ok": true, "result": "skipped", "reason": "duplicate msg_id", "id": id})
+        json!({"ok": true, "result": "skipped", "reason": format!("duplicate msg_id of memory {id}"), "id": id})
     );
     let same_content = f.engine.store(&req("a", "  hello world ")).unwrap();
-    assert_eq!(same_content.reason.as_deref(), Some("duplicate content"));
+    assert_eq!(
+        same_content.reason,
+        Some(format!("duplicate content of memory {id}"))
+    );
     assert_eq!(same_content.id, Some(StoreId::Row(id)));
     // Another agent is another world.
     stored_id(&f.engine.store(&req("b", "hello world")).unwrap());
@@ -669,4 +672,55 @@ fn engine_is_send_and_sync_and_serves_threads() {
             .count,
         40
     );
+}
+
+// See: issue 18. Content was cut at the limit, so a second long text sharing the first
+// 16,000 characters answered `skipped` and was lost. Over the limit is now refused whole, on
+// every path that stores memory or episode text, and nothing is written.
+#[test]
+fn r18_text_over_the_limit_is_refused_whole_never_cut() {
+    let f = crate::common::fixture_with(|c| c.max_content_chars = 100);
+    let fits = format!("{} one", "H".repeat(96));
+    let id = stored_id(&f.engine.store(&req("a", &fits)).unwrap());
+    let before = counts(&f);
+    let long = format!("{} two", "H".repeat(100));
+    let outcome = f.engine.store(&req("a", &long)).unwrap();
+    assert_eq!(outcome.result, StoreResult::Rejected);
+    let reason = outcome.reason.unwrap_or_default();
+    assert!(
+        reason.contains("content") && reason.contains("104 characters") && reason.contains("100"),
+        "{reason}"
+    );
+    let err = f
+        .engine
+        .update_memory(&UpdateMemoryRequest {
+            memory_id: id,
+            content: long.clone(),
+            ..Default::default()
+        })
+        .unwrap_err();
+    assert!(
+        err.is_user_error() && err.to_string().contains("104 characters"),
+        "{err}"
+    );
+    for (summary, keywords, field) in [(&long, "", "summary"), (&fits, long.as_str(), "keywords")] {
+        let err = f
+            .engine
+            .archive_episode(&ArchiveEpisodeRequest {
+                agent_id: "a".into(),
+                summary: summary.clone(),
+                keywords: keywords.into(),
+                ..Default::default()
+            })
+            .unwrap_err();
+        assert!(err.is_user_error(), "{err}");
+        assert!(err.to_string().contains(field), "{err}");
+        assert!(err.to_string().contains("over the limit of 100"), "{err}");
+    }
+    assert_eq!(counts(&f), before);
+    // Exactly at the limit is whole, and two texts that differ only past it are both kept.
+    let at_limit = |tail: &str| format!("{}{tail}", "H".repeat(100 - tail.len()));
+    let a = stored_id(&f.engine.store(&req("a", &at_limit(" six"))).unwrap());
+    let b = stored_id(&f.engine.store(&req("a", &at_limit(" ten"))).unwrap());
+    assert_ne!(a, b);
 }

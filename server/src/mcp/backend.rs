@@ -68,6 +68,12 @@ pub trait ToolBackend: Send + Sync + 'static {
     fn resume_persistence(&self, args: wire::SessionArgs) -> ToolResult;
     fn persistence_status(&self, args: wire::SessionArgs) -> ToolResult;
 
+    /// The most characters a stored memory or episode text may hold (the engine's
+    /// `max_content_chars`): the served schema advertises it as `maxLength`.
+    fn content_limit(&self) -> usize {
+        crate::mcp::content_limit::DEFAULT_CONTENT_CHARS
+    }
+
     /// `reconstruct`; not registered until its issue lands.
     fn reconstruct(&self, _args: wire::ReconstructArgs) -> ToolResult {
         Err(ToolError::user(

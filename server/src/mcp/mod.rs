@@ -3,6 +3,7 @@
 //! blocking thread → one JSON text content). No ranking or storage logic lives here.
 
 pub mod backend;
+pub mod content_limit;
 pub mod engine;
 mod tools;
 pub(crate) mod validate;
@@ -46,11 +47,14 @@ pub struct McpServer {
 }
 
 impl McpServer {
-    /// A server answering every registered tool with `backend`.
+    /// A server answering every registered tool with `backend`, its stored text arguments
+    /// advertising and checked against the backend's content limit.
     pub fn new(backend: Arc<dyn ToolBackend>) -> McpServer {
+        let mut tool_router = McpServer::all_tools();
+        content_limit::apply(&mut tool_router, backend.content_limit());
         McpServer {
             backend,
-            tool_router: McpServer::all_tools(),
+            tool_router,
         }
     }
 
@@ -80,7 +84,12 @@ impl McpServer {
         T: JsonSchema + DeserializeOwned + CrossCheck + Send + 'static,
         F: FnOnce(&dyn ToolBackend, T) -> ToolResult + Send + 'static,
     {
-        let decoded = match validate::decode::<T>(args) {
+        // The served schema, which carries the configured content limit.
+        let schema = self
+            .tool_router
+            .get(tool)
+            .map(|t| Arc::clone(&t.input_schema));
+        let decoded = match validate::decode::<T>(args, schema) {
             Ok(decoded) => decoded,
             Err(message) => {
                 tracing::debug!(tool, %message, "refused arguments");

@@ -21,12 +21,16 @@ pub(crate) fn input_schema<T: JsonSchema + 'static>() -> std::sync::Arc<Map<Stri
     })
 }
 
-/// Check `args` against `T`'s schema, decode it, and apply `T`'s cross-field rules.
-pub(crate) fn decode<T>(args: Map<String, Value>) -> Result<T, String>
+/// Check `args` against the schema the tool is served with (`T`'s own when `None`), decode
+/// it, and apply `T`'s cross-field rules.
+pub(crate) fn decode<T>(
+    args: Map<String, Value>,
+    served: Option<std::sync::Arc<Map<String, Value>>>,
+) -> Result<T, String>
 where
     T: JsonSchema + DeserializeOwned + CrossCheck + 'static,
 {
-    let schema = input_schema::<T>();
+    let schema = served.unwrap_or_else(input_schema::<T>);
     let root = Value::Object((*schema).clone());
     let value = Value::Object(args);
     check(&value, &root, &root, "")?;

@@ -9,9 +9,9 @@ use serde_json::{Map, Value};
 
 /// The most characters of a key field (agent, project, channel, ids, session key).
 pub const KEY_CHARS: usize = 256;
-/// The most characters of any free text argument (content, summary, query, profile). The
-/// engine cuts content to `CPERSONA_MAX_CONTENT_LENGTH` and says so (`truncated`); a longer
-/// argument than this is refused outright.
+/// The most characters of a free text argument that is not stored as a memory or an episode
+/// (context turns, profile). Stored text carries the one content limit instead
+/// (`mcp/content_limit.rs`: 16,000 here, the served schema says the configured number).
 pub const TEXT_CHARS: usize = 1_000_000;
 /// `get_contents` takes at most this many refs (CPersona's `GET_CONTENTS_MAX_REFS`).
 pub const MAX_REFS: usize = 20;
@@ -54,8 +54,8 @@ pub struct Source {
 #[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LegacyMessage {
-    /// The text to remember.
-    #[schemars(length(max = 1_000_000))]
+    /// The text to remember (refused over `CPERSONA_MAX_CONTENT_LENGTH` characters).
+    #[schemars(length(max = 16_000))]
     pub content: String,
     /// Caller's message id; a second store with the same id is skipped.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -122,10 +122,11 @@ pub struct StoreArgs {
     /// The agent whose memory this is; agents never share rows.
     #[schemars(length(min = 1, max = 256))]
     pub agent_id: String,
-    /// The text to remember (cut to `CPERSONA_MAX_CONTENT_LENGTH`, 16,000 by default, with
-    /// `truncated: true`). Give this or `message`, not both.
+    /// The text to remember: at most `CPERSONA_MAX_CONTENT_LENGTH` characters (16,000 by
+    /// default; `maxLength` is this server's number), a longer text is refused, never cut.
+    /// Give this or `message`, not both.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(max = 1_000_000))]
+    #[schemars(length(max = 16_000))]
     pub content: Option<String>,
     /// Caller's message id; a second store with the same id is skipped.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -399,8 +400,9 @@ pub struct ArchiveEpisodeArgs {
     /// The agent whose memory this is; agents never share rows.
     #[schemars(length(min = 1, max = 256))]
     pub agent_id: String,
-    /// What happened in the session, written by the caller.
-    #[schemars(length(max = 1_000_000))]
+    /// What happened in the session, written by the caller (refused over
+    /// `CPERSONA_MAX_CONTENT_LENGTH` characters).
+    #[schemars(length(max = 16_000))]
     pub summary: String,
     /// The session's messages; only their `timestamp` fields are read (start = min, end = max).
     #[serde(default)]
@@ -434,8 +436,8 @@ pub struct UpdateMemoryArgs {
     /// The memory's id (the number in `mem:<id>`).
     #[schemars(range(min = 1))]
     pub memory_id: i64,
-    /// The new content.
-    #[schemars(length(max = 1_000_000))]
+    /// The new content (refused over `CPERSONA_MAX_CONTENT_LENGTH` characters).
+    #[schemars(length(max = 16_000))]
     pub content: String,
     /// The owner; an update of another agent's memory is refused.
     #[serde(default)]

@@ -303,7 +303,8 @@ async fn session_tools_and_defaults_reach_the_backend() {
 async fn malformed_arguments_never_reach_the_backend() {
     let s = connect().await;
     let long_key = "k".repeat(257);
-    let huge = "x".repeat(1_000_001);
+    // Over the one content limit (16,000 on defaults; issue 18), which the schema advertises.
+    let huge = "x".repeat(16_001);
     let cases: Vec<(&'static str, Value, &str)> = vec![
         (
             "store",
@@ -338,7 +339,7 @@ async fn malformed_arguments_never_reach_the_backend() {
         (
             "store",
             json!({"agent_id": "a", "content": huge}),
-            "more than the maximum 1000000",
+            "`content` has 16001 characters, more than the maximum 16000",
         ),
         (
             "store",

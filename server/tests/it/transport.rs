@@ -7,6 +7,9 @@
 //!   and size checks answer first exactly as before;
 //! - `transport/numbers.rs`: a number beyond what an argument can hold is refused with the
 //!   argument's name;
+//! - `transport/limits.rs`: a text over the one content limit is refused with the limit (never
+//!   cut, so never skipped as a duplicate of its cut self), a duplicate names the memory it
+//!   matched, and an `ago` cue past about 1,000 years is refused naming `time_cue.ago.value`;
 //! - the seeded transport fuzz (`transport/fuzz.rs`), short here; the long run is
 //!   `cargo build --workspace --example transport_fuzz && target/debug/examples/transport_fuzz --count 20000`.
 
@@ -14,6 +17,7 @@ pub(crate) mod client;
 pub(crate) mod fuzz;
 pub(crate) mod hostile;
 mod http_bodies;
+mod limits;
 mod numbers;
 mod stdio_lines;
 

@@ -24,9 +24,14 @@ pub const MIN_MS: i64 = -62_135_596_800_000;
 /// The latest instant a cue may name: 9999-12-31T23:59:59.999Z.
 pub const MAX_MS: i64 = 253_402_300_799_999;
 
-/// The largest `ago.value` accepted (the wire schema's bound; 100,000 months is far past
-/// anything stored).
+/// The largest `ago.value` accepted in any unit (the wire schema's bound).
 pub const MAX_AGO_VALUE: u64 = 100_000;
+
+/// The furthest back an `ago` cue may reach, in days (about 1,000 years): far past anything
+/// a memory store holds, and near enough that the period stays inside [`MIN_MS`, `MAX_MS`]
+/// for any clock this side of year 1000. 100,000 months (about 8,200 years) once gave a
+/// period before year 1 that resolved to a start after its end (issue 18).
+pub const MAX_AGO_DAYS: u64 = 365_000;
 
 /// How sure the caller is. An enumeration on purpose (design §2): never a number.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -374,10 +379,21 @@ fn parse_ago(ago: &Value) -> Result<CueWhen> {
                 }
                 None => return Err(invalid("ago.value is required")),
             };
-            if value > MAX_AGO_VALUE {
-                return Err(invalid(format!(
-                    "ago.value {value} is out of range (at most {MAX_AGO_VALUE})"
-                )));
+            let unit_days = (unit.width_ms() / DAY_MS) as u64;
+            let most = (MAX_AGO_DAYS / unit_days).min(MAX_AGO_VALUE);
+            if value > most {
+                let unit_name = match unit {
+                    AgoUnit::Days => "days",
+                    AgoUnit::Weeks => "weeks",
+                    AgoUnit::Months => "months",
+                };
+                return Err(Error::invalid(
+                    "time_cue.ago.value",
+                    format!(
+                        "{value} {unit_name} is out of range (at most {most} {unit_name}, \
+                         about 1,000 years)"
+                    ),
+                ));
             }
             Ok(CueWhen::Ago { unit, value })
         }

@@ -27,6 +27,10 @@ use convert::{body, engine_error, object, source};
 use cpersona_engine::precision_label;
 
 impl ToolBackend for EngineBackend {
+    fn content_limit(&self) -> usize {
+        self.engine.config().max_content_chars
+    }
+
     fn store(&self, args: wire::StoreArgs) -> ToolResult {
         let mut req = StoreRequest {
             agent_id: args.agent_id,

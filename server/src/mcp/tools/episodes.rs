@@ -9,7 +9,8 @@ use crate::mcp::{McpServer, always_load, wire};
 const ARCHIVE_EPISODE: &str = "At the end of a session, store a summary you wrote of what \
 happened (`summary`), with `keywords` for lexical search, `resolved: true` if the matter is \
 settled, and optionally the session's `history` (only its timestamps are read, for the \
-episode's time span). Returns {ok, episode_id, truncated?}.";
+episode's time span). A `summary` or `keywords` over its maxLength is refused, never cut. \
+Returns {ok, episode_id}.";
 const LIST_EPISODES: &str = "List an agent's episodes newest first (`limit` ≤ 200; \
 `agent_id` \"\" lists every agent). Returns {episodes: [...], count}.";
 const DELETE_EPISODE: &str = "Delete episode `episode_id` (the number in `ep:<id>`) owned by \

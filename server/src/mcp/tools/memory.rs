@@ -11,11 +11,12 @@ const STORE: &str = "Remember one message for an agent: a durable fact, decision
 commitment worth having in a later session. Give `content` (one self-contained statement) and \
 optionally `id` (your message id: storing the same id again is skipped), `source`, `timestamp` \
 (ISO-8601 with offset), `metadata`, `channel`, `project_id` (\"\" = the global pool every project \
-reads) and `lock: true` to protect it. Returns {ok, result: \"stored\"|\"skipped\"|\"rejected\", id, \
-embedded, truncated?}; a duplicate is skipped with the existing id.";
+reads) and `lock: true` to protect it. A text over `content`'s maxLength is rejected, never cut. \
+Returns {ok, result: \"stored\"|\"skipped\"|\"rejected\", id, embedded, reason?}; a duplicate is \
+skipped with the id of the memory it matched (`reason` names it too).";
 const UPDATE_MEMORY: &str = "Replace the content of memory `memory_id` (the number in \
-`mem:<id>`) owned by `agent_id`, e.g. to correct a fact. Refused while the memory is locked. \
-Returns {ok, updated_id, truncated?}.";
+`mem:<id>`) owned by `agent_id`, e.g. to correct a fact. Refused while the memory is locked, \
+and for a text over `content`'s maxLength. Returns {ok, updated_id}.";
 const DELETE_MEMORY: &str = "Delete memory `memory_id` owned by `agent_id` (when the user asks \
 to forget something). Refused while locked. Returns {ok, deleted_id}.";
 const LOCK_MEMORY: &str = "Protect memory `memory_id` from edit and delete (not a ranking \

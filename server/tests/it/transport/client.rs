@@ -42,10 +42,23 @@ impl RawStdio {
         raw
     }
 
+    /// Spawn `bin` over a fresh temporary store with these `CPERSONA_*` settings.
+    pub(crate) fn spawn_with(bin: &Path, settings: &[(&str, &str)]) -> RawStdio {
+        let dir = tempfile::tempdir().unwrap();
+        let mut raw = RawStdio::spawn_in_with(bin, dir.path(), settings);
+        raw._dir = Some(dir);
+        raw
+    }
+
     /// Spawn `bin` over a store in `dir` (kept by the caller).
     pub(crate) fn spawn_in(bin: &Path, dir: &Path) -> RawStdio {
+        RawStdio::spawn_in_with(bin, dir, &[])
+    }
+
+    fn spawn_in_with(bin: &Path, dir: &Path, settings: &[(&str, &str)]) -> RawStdio {
         let db = dir.join("transport.db");
         let mut child = command(bin, &db)
+            .envs(settings.iter().copied())
             .env("CPERSONA_EXPORT_DIR", dir)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

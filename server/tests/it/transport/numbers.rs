@@ -37,7 +37,8 @@ fn valid(tool: &str, name: &str, prop: &Value) -> Value {
     }
 }
 
-fn call(raw: &mut RawStdio, id: usize, tool: &str, args: &Value) -> (bool, Value) {
+/// One `tools/call` on `raw`: (`isError`, the body).
+pub(crate) fn call(raw: &mut RawStdio, id: usize, tool: &str, args: &Value) -> (bool, Value) {
     let line = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
         "params": {"name": tool, "arguments": args}});
     assert!(raw.send(line.to_string().as_bytes()));

@@ -15,7 +15,7 @@ fn ms(text: &str) -> i64 {
 fn err(value: serde_json::Value) -> String {
     match TimeCue::from_json(&value) {
         Err(Error::InvalidInput { field, reason }) => {
-            assert_eq!(field, "time_cue");
+            assert!(field.starts_with("time_cue"), "{field}");
             reason
         }
         other => panic!("expected InvalidInput, got {other:?}"),
@@ -165,4 +165,44 @@ fn a_period_starting_within_a_day_is_recent_only() {
     assert!(
         matches!(absolute.resolve(now, None), Resolution::Period(p) if p.end_ms - p.start_ms == 1_000)
     );
+}
+
+// See: issue 18. 100,000 months ago resolved to a period starting after it ended; an ago
+// reaching past about 1,000 years is refused, naming the argument.
+#[test]
+fn r18_an_ago_past_a_thousand_years_is_refused_by_name() {
+    let refused = |unit: &str, value: u64| match TimeCue::from_json(
+        &json!({"ago": {"unit": unit, "value": value}, "confidence": "sure"}),
+    ) {
+        Err(Error::InvalidInput { field, reason }) => Some((field, reason)),
+        Ok(_) => None,
+        Err(other) => panic!("expected InvalidInput, got {other:?}"),
+    };
+    let (field, reason) = refused("months", 100_000).expect("refused");
+    assert_eq!(field, "time_cue.ago.value");
+    assert!(
+        reason.contains("100000 months") && reason.contains("12166"),
+        "{reason}"
+    );
+    assert!(refused("months", 12_166).is_none());
+    assert!(refused("weeks", 52_142).is_none());
+    assert!(refused("weeks", 52_143).is_some());
+    assert!(refused("days", 100_000).is_none());
+    // The furthest accepted cue resolves inside the representable range, start before end.
+    let now = ms("2026-01-01T00:00:00Z");
+    for cue in [
+        json!({"ago": {"unit": "months", "value": 12_166}, "confidence": "vague"}),
+        json!({"ago": {"unit": "weeks", "value": 52_142}, "confidence": "vague"}),
+    ] {
+        let cue = TimeCue::from_json(&cue).expect("valid");
+        let Resolution::Period(p) = cue.resolve(now, None) else {
+            panic!("expected a period");
+        };
+        let wide = p.widen(cue.confidence);
+        assert!(
+            p.start_ms < p.end_ms && wide.start_ms < wide.end_ms,
+            "{p:?} {wide:?}"
+        );
+        assert!(wide.start_ms >= crate::recall::stages::cue::MIN_MS);
+    }
 }
