@@ -1,0 +1,136 @@
+//! Issue 19's gaps, through the real binary over HTTP where they were found: a call on a row
+//! id must name its owner and another agent's row reads as missing.
+// See: issue 19
+
+use std::path::Path;
+
+use serde_json::{Value, json};
+
+use crate::transport::client::{RawHttp, StoreView};
+
+fn bin() -> &'static Path {
+    Path::new(env!("CARGO_BIN_EXE_cpersona"))
+}
+
+fn served() -> RawHttp {
+    let raw = RawHttp::spawn(bin());
+    raw.initialize();
+    raw
+}
+
+fn stored_id(raw: &RawHttp, agent: &str, content: &str) -> i64 {
+    let (is_error, body) = raw.call_tool(
+        &[],
+        "store",
+        &json!({"agent_id": agent, "content": content}),
+    );
+    assert!(!is_error, "{body}");
+    body["id"].as_i64().unwrap()
+}
+
+/// The error text with the id written as `N`.
+fn error_of(body: &Value, id: i64) -> String {
+    body["error"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no error: {body}"))
+        .replace(&id.to_string(), "N")
+}
+
+#[test]
+fn r19_row_tools_need_their_owner_and_foreign_rows_read_as_missing() {
+    let raw = served();
+    let id = stored_id(&raw, "a", "a's locked secret");
+    let (is_error, body) = raw.call_tool(
+        &[],
+        "lock_memory",
+        &json!({"memory_id": id, "agent_id": "a"}),
+    );
+    assert!(!is_error, "{body}");
+    let (is_error, body) = raw.call_tool(
+        &[],
+        "archive_episode",
+        &json!({"agent_id": "a", "summary": "a's session"}),
+    );
+    assert!(!is_error, "{body}");
+    let episode = body["episode_id"].as_i64().unwrap();
+    let view = StoreView::open(&raw.db).unwrap();
+    let before = view.fingerprint();
+
+    let missing = 987_654_321;
+    let answers = |agent: Option<&str>, memory_id: i64, episode_id: i64| -> Vec<String> {
+        let with = |mut args: Value| {
+            if let Some(agent) = agent {
+                args["agent_id"] = json!(agent);
+            }
+            args
+        };
+        [
+            (
+                "update_memory",
+                with(json!({"memory_id": memory_id, "content": "rewritten"})),
+                memory_id,
+            ),
+            (
+                "unlock_memory",
+                with(json!({"memory_id": memory_id})),
+                memory_id,
+            ),
+            (
+                "delete_memory",
+                with(json!({"memory_id": memory_id})),
+                memory_id,
+            ),
+            (
+                "lock_memory",
+                with(json!({"memory_id": memory_id})),
+                memory_id,
+            ),
+            (
+                "delete_episode",
+                with(json!({"episode_id": episode_id})),
+                episode_id,
+            ),
+        ]
+        .into_iter()
+        .map(|(tool, args, id)| {
+            let (is_error, body) = raw.call_tool(&[], tool, &args);
+            assert!(is_error, "{tool} {args}: {body}");
+            assert_eq!(body["ok"], false, "{tool}: {body}");
+            format!("{tool}: {}", error_of(&body, id))
+        })
+        .collect()
+    };
+    // Another agent's rows (the memory is locked) read exactly as rows that do not exist.
+    let foreign = answers(Some("b"), id, episode);
+    assert_eq!(foreign, answers(Some("b"), missing, missing));
+    assert!(
+        foreign
+            .iter()
+            .all(|a| a.ends_with("not found") && !a.contains("locked")),
+        "{foreign:?}"
+    );
+    // Leaving the owner out (or blank) is refused, never a skipped owner check.
+    for agent in [None, Some("")] {
+        for answer in answers(agent, id, episode) {
+            assert!(answer.contains("agent_id"), "{answer}");
+        }
+    }
+    assert_eq!(view.fingerprint(), before, "a refused call wrote");
+    // The owner still can, and the lock held.
+    let (is_error, body) = raw.call_tool(
+        &[],
+        "delete_memory",
+        &json!({"memory_id": id, "agent_id": "a"}),
+    );
+    assert!(
+        is_error && body["error"].as_str().unwrap().contains("locked"),
+        "{body}"
+    );
+    let (is_error, body) = raw.call_tool(
+        &[],
+        "delete_episode",
+        &json!({"episode_id": episode, "agent_id": "a"}),
+    );
+    assert!(!is_error, "{body}");
+    raw.stop();
+}
