@@ -116,6 +116,7 @@ pub fn router(server: McpServer, security: &HttpSecurity, bound: SocketAddr) -> 
         max_body_bytes: security.max_body_bytes,
         supported: rmcp::ServerHandler::supported_protocol_versions(&server).into_owned(),
     });
+    let server = server.over_http();
     let service = StreamableHttpService::new(
         move || Ok(server.clone()),
         Arc::new(LocalSessionManager::default()),

@@ -1,5 +1,6 @@
 //! Issue 19's gaps, through the real binary over HTTP where they were found: a call on a row
-//! id must name its owner and another agent's row reads as missing.
+//! id must name its owner and another agent's row reads as missing; one client's pause never
+//! skips another client's writes.
 // See: issue 19
 
 use std::path::Path;
@@ -132,5 +133,57 @@ fn r19_row_tools_need_their_owner_and_foreign_rows_read_as_missing() {
         &json!({"episode_id": episode, "agent_id": "a"}),
     );
     assert!(!is_error, "{body}");
+    raw.stop();
+}
+
+#[test]
+fn r19_one_clients_pause_never_skips_another_clients_writes() {
+    let raw = served();
+    // Client A goes off the record without a key: refused over HTTP, since every request
+    // stands alone and the process bucket would pause every client.
+    let (is_error, body) = raw.call_tool(&[], "pause_persistence", &json!({}));
+    assert!(is_error, "{body}");
+    assert!(
+        body["error"].as_str().unwrap().contains("session_key"),
+        "{body}"
+    );
+    let (_, status) = raw.call_tool(&[], "persistence_status", &json!({}));
+    assert_eq!(status["paused"], false, "{status}");
+    // With its key, A's pause skips A's keyed writes only.
+    let (is_error, body) = raw.call_tool(
+        &[],
+        "pause_persistence",
+        &json!({"session_key": "client-a", "ttl_seconds": 600}),
+    );
+    assert!(!is_error, "{body}");
+    assert_eq!(body["scope"], "session");
+    let (_, a) = raw.call_tool(
+        &[],
+        "store",
+        &json!({"agent_id": "a", "content": "off the record", "session_key": "client-a"}),
+    );
+    assert_eq!(a["result"], "skipped", "{a}");
+    assert_eq!(a["persisted"], false, "{a}");
+    for key in [None, Some("client-b")] {
+        let mut args = json!({"agent_id": "b", "content": format!("b writes with {key:?}")});
+        if let Some(key) = key {
+            args["session_key"] = json!(key);
+        }
+        let (is_error, b) = raw.call_tool(&[], "store", &args);
+        assert!(!is_error, "{b}");
+        assert_eq!(b["result"], "stored", "{key:?}: {b}");
+    }
+    let (_, status) = raw.call_tool(
+        &[],
+        "persistence_status",
+        &json!({"session_key": "client-a"}),
+    );
+    assert_eq!(status["paused"], true, "{status}");
+    let (_, resumed) = raw.call_tool(
+        &[],
+        "resume_persistence",
+        &json!({"session_key": "client-a"}),
+    );
+    assert_eq!(resumed["was_active"], true, "{resumed}");
     raw.stop();
 }
