@@ -1,7 +1,8 @@
 //! Streamable HTTP at `/mcp`: a bearer token checked in constant time before anything else
-//! (401 with nothing written on a missing or wrong token), a request body limit, and the
-//! Origin/Host checks the MCP spec asks for against DNS rebinding. It refuses to start
-//! without a token unless unauthenticated HTTP was asked for explicitly.
+//! (401 with nothing written on a missing or wrong token; the scheme read case-insensitively,
+//! `http/token.rs`), a request body limit, and the Origin/Host checks the MCP spec asks for against DNS rebinding. It refuses to start
+//! without a token unless unauthenticated HTTP was asked for explicitly, and with a token that
+//! is not printable ASCII or is easy to guess.
 //!
 //! A JSON POST body passes the screen of [`super::jsonrpc`] after the token check and before
 //! rmcp: what rmcp would refuse with a bare 415 (a body that does not parse or is no
@@ -24,10 +25,13 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
-use subtle::ConstantTimeEq;
 
 use super::jsonrpc::{INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR, Refusal, Screened, screen};
 use crate::mcp::McpServer;
+
+mod token;
+
+pub use self::token::{MIN_DISTINCT_CHARS, MIN_TOKEN_CHARS, WeakToken, check_token};
 
 /// The security settings of the HTTP transport, resolved from configuration.
 #[derive(Clone, Debug)]
@@ -52,9 +56,9 @@ pub enum HttpStartError {
          CPERSONA_ALLOW_UNAUTHENTICATED_HTTP=true to serve without authentication"
     )]
     NoToken,
-    /// The token is too short to be a secret.
-    #[error("CPERSONA_AUTH_TOKEN is {len} characters; use at least 16")]
-    ShortToken { len: usize },
+    /// The token is not printable ASCII, too short or easy to guess.
+    #[error(transparent)]
+    WeakToken(#[from] WeakToken),
 }
 
 /// The token to require, or `None` when unauthenticated HTTP was asked for. Applies on every
@@ -64,10 +68,10 @@ pub fn resolve_auth(
     allow_unauthenticated: bool,
 ) -> Result<Option<String>, HttpStartError> {
     match token {
-        Some(token) if token.chars().count() < 16 => Err(HttpStartError::ShortToken {
-            len: token.chars().count(),
-        }),
-        Some(token) => Ok(Some(token)),
+        Some(token) => {
+            check_token(&token)?;
+            Ok(Some(token))
+        }
         None if allow_unauthenticated => {
             tracing::warn!(
                 "serving HTTP WITHOUT authentication (CPERSONA_ALLOW_UNAUTHENTICATED_HTTP=true)"
@@ -129,8 +133,8 @@ pub fn router(server: McpServer, security: &HttpSecurity, bound: SocketAddr) -> 
         .layer(middleware::from_fn_with_state(token, require_bearer))
 }
 
-/// 401 unless the request carries `Authorization: Bearer <token>`; the comparison takes the
-/// same time wherever the first differing byte is.
+/// 401 unless the request carries `Authorization: Bearer <token>` (the scheme in any case);
+/// the comparison takes the same time wherever the first differing byte is.
 async fn require_bearer(
     State(token): State<Arc<Option<String>>>,
     request: Request,
@@ -143,9 +147,9 @@ async fn require_bearer(
         .headers()
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
+        .and_then(token::presented)
         .unwrap_or("");
-    if bool::from(presented.as_bytes().ct_eq(expected.as_bytes())) && !presented.is_empty() {
+    if token::matches(presented, expected) {
         return next.run(request).await;
     }
     tracing::warn!(path = %request.uri().path(), "rejected a request without a valid bearer token");

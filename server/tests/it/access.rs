@@ -1,13 +1,15 @@
 //! Issue 19's gaps, through the real binary over HTTP where they were found: a call on a row
 //! id must name its owner and another agent's row reads as missing; one client's pause never
-//! skips another client's writes.
+//! skips another client's writes; the `Bearer` scheme in any case, weak or non-ASCII tokens
+//! refused at start-up.
 // See: issue 19
 
 use std::path::Path;
 
 use serde_json::{Value, json};
 
-use crate::transport::client::{RawHttp, StoreView};
+use crate::crash::harness::command;
+use crate::transport::client::{RawHttp, StoreView, TOKEN, good_headers};
 
 fn bin() -> &'static Path {
     Path::new(env!("CARGO_BIN_EXE_cpersona"))
@@ -186,4 +188,57 @@ fn r19_one_clients_pause_never_skips_another_clients_writes() {
     );
     assert_eq!(resumed["was_active"], true, "{resumed}");
     raw.stop();
+}
+
+#[test]
+fn r19_the_bearer_scheme_is_read_in_any_case() {
+    let raw = served();
+    let ping = json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}).to_string();
+    for scheme in ["Bearer", "bearer", "BEARER", "bEaReR"] {
+        let mut headers = good_headers();
+        headers[0] = ("Authorization", format!("{scheme} {TOKEN}"));
+        let reply = raw.post_with(&headers, ping.as_bytes()).unwrap();
+        assert_eq!(reply.status, 200, "{scheme}: {reply:?}");
+    }
+    for value in [
+        format!("bearer{TOKEN}"),
+        format!("Basic {TOKEN}"),
+        format!("bearer {TOKEN}x"),
+    ] {
+        let mut headers = good_headers();
+        headers[0] = ("Authorization", value.clone());
+        let reply = raw.post_with(&headers, ping.as_bytes()).unwrap();
+        assert_eq!(reply.status, 401, "{value}: {reply:?}");
+    }
+    raw.stop();
+}
+
+#[test]
+fn r19_weak_or_non_ascii_tokens_refuse_to_start_naming_the_problem() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("never.db");
+    for (token, expect) in [
+        ("aaaaaaaaaaaaaaaa", "distinct characters"),
+        ("éééééééééééééééé", "non-ASCII"),
+        ("abcdefghabcdefgh", "repeats one pattern of 8 characters"),
+        ("short", "use at least 16"),
+        ("a long token with spaces", "a space"),
+    ] {
+        let out = command(bin(), &db)
+            .env("CPERSONA_AUTH_TOKEN", token)
+            .args(["serve", "--http", "127.0.0.1:0"])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{token}: {stderr}");
+        assert!(
+            stderr.contains("CPERSONA_AUTH_TOKEN") && stderr.contains(expect),
+            "{token}: {stderr}"
+        );
+        assert!(
+            !stderr.contains(token),
+            "the refusal echoed the token: {stderr}"
+        );
+        assert!(!db.exists(), "{token}: the store was opened");
+    }
 }
