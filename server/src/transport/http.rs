@@ -1,6 +1,8 @@
-//! Streamable HTTP at `/mcp`: a bearer token checked in constant time before anything else
-//! (401 with nothing written on a missing or wrong token; the scheme read case-insensitively,
-//! `http/token.rs`), a request body limit, and the Origin/Host checks the MCP spec asks for against DNS rebinding. It refuses to start
+//! Streamable HTTP at `/mcp`: CPersona's CORS outermost (`http/cors.rs`: a preflight is
+//! answered before the token check, a disallowed origin gets no grant), then a bearer token
+//! checked in constant time before anything else (401 with nothing written on a missing or
+//! wrong token; the scheme read case-insensitively, `http/token.rs`), a request body limit, and
+//! the Origin/Host checks the MCP spec asks for against DNS rebinding. It refuses to start
 //! without a token unless unauthenticated HTTP was asked for explicitly, and with a token that
 //! is not printable ASCII or is easy to guess.
 //!
@@ -26,11 +28,14 @@ use axum::response::{IntoResponse, Response};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 
+use self::cors::CorsPolicy;
 use super::jsonrpc::{INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR, Refusal, Screened, screen};
 use crate::mcp::McpServer;
 
+mod cors;
 mod token;
 
+pub use self::cors::DEFAULT_CORS_ORIGINS;
 pub use self::token::{MIN_DISTINCT_CHARS, MIN_TOKEN_CHARS, WeakToken, check_token};
 
 /// The security settings of the HTTP transport, resolved from configuration.
@@ -40,7 +45,8 @@ pub struct HttpSecurity {
     pub auth_token: Option<String>,
     /// Largest request body in bytes (413 above).
     pub max_body_bytes: usize,
-    /// Browser Origins allowed besides the loopback ones.
+    /// Browser Origins allowed besides the loopback ones; each also gets a CORS grant, as
+    /// CPersona's `https://claude.ai` and `https://www.claude.ai` do.
     pub extra_allowed_origins: Vec<String>,
     /// `Host` header values allowed besides the loopback ones.
     pub extra_allowed_hosts: Vec<String>,
@@ -95,6 +101,8 @@ const LOOPBACK_ORIGINS: &[&str] = &[
 /// The axum app: `/mcp` behind the token check. `bound` is the address the listener is on.
 pub fn router(server: McpServer, security: &HttpSecurity, bound: SocketAddr) -> Router {
     let mut origins: Vec<String> = LOOPBACK_ORIGINS.iter().map(|o| (*o).to_owned()).collect();
+    // rmcp reads an entry without a port as any port: the CORS defaults name 443.
+    origins.extend(DEFAULT_CORS_ORIGINS.iter().map(|o| format!("{o}:443")));
     origins.extend(security.extra_allowed_origins.iter().cloned());
     let mut config = StreamableHttpServerConfig::default()
         .with_legacy_session_mode(false)
@@ -127,10 +135,13 @@ pub fn router(server: McpServer, security: &HttpSecurity, bound: SocketAddr) -> 
         config,
     );
     let token = Arc::new(security.auth_token.clone());
+    let cors_policy = Arc::new(CorsPolicy::new(&security.extra_allowed_origins));
+    // The last layer added runs first: CORS, then the token, then the body screen.
     Router::new()
         .nest_service("/mcp", service)
         .layer(middleware::from_fn_with_state(screen_state, screen_body))
         .layer(middleware::from_fn_with_state(token, require_bearer))
+        .layer(middleware::from_fn_with_state(cors_policy, cors::cors))
 }
 
 /// 401 unless the request carries `Authorization: Bearer <token>` (the scheme in any case);

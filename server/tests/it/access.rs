@@ -1,7 +1,7 @@
 //! Issue 19's gaps, through the real binary over HTTP where they were found: a call on a row
 //! id must name its owner and another agent's row reads as missing; one client's pause never
 //! skips another client's writes; the `Bearer` scheme in any case, weak or non-ASCII tokens
-//! refused at start-up.
+//! refused at start-up; CORS as CPersona serves it, preflight answered before the token.
 // See: issue 19
 
 use std::path::Path;
@@ -241,4 +241,89 @@ fn r19_weak_or_non_ascii_tokens_refuse_to_start_naming_the_problem() {
         );
         assert!(!db.exists(), "{token}: the store was opened");
     }
+}
+
+/// The CORS headers of a reply, as (allow-origin, expose-headers).
+fn grant(reply: &crate::transport::client::HttpReply) -> (Option<&str>, Option<&str>) {
+    (
+        reply.header("access-control-allow-origin"),
+        reply.header("access-control-expose-headers"),
+    )
+}
+
+#[test]
+fn r19_cors_preflight_is_answered_before_the_token_for_allowed_origins_only() {
+    let raw = RawHttp::spawn_with(
+        bin(),
+        &[(
+            "CPERSONA_HTTP_ALLOWED_ORIGINS",
+            "https://app.example.com:443",
+        )],
+    );
+    raw.initialize();
+    let preflight = |origin: &str| {
+        raw.options(&[
+            ("Origin", origin.to_owned()),
+            ("Access-Control-Request-Method", "POST".to_owned()),
+            (
+                "Access-Control-Request-Headers",
+                "authorization, content-type, mcp-protocol-version".to_owned(),
+            ),
+        ])
+        .unwrap()
+    };
+    for origin in [
+        "https://claude.ai",
+        "https://www.claude.ai",
+        "https://app.example.com",
+    ] {
+        let reply = preflight(origin);
+        assert_eq!(reply.status, 204, "{origin}: {reply:?}");
+        assert_eq!(reply.header("access-control-allow-origin"), Some(origin));
+        let methods = reply.header("access-control-allow-methods").unwrap();
+        assert!(methods.contains("POST"), "{methods}");
+        let headers = reply.header("access-control-allow-headers").unwrap();
+        for h in [
+            "Authorization",
+            "Content-Type",
+            "Mcp-Session-Id",
+            "Mcp-Protocol-Version",
+        ] {
+            assert!(headers.contains(h), "{headers}");
+        }
+    }
+    for origin in [
+        "https://evil.example",
+        "http://claude.ai",
+        "https://claude.ai.evil.example",
+    ] {
+        let reply = preflight(origin);
+        assert_ne!(reply.status, 401, "{origin}: {reply:?}");
+        assert_eq!(
+            reply.header("access-control-allow-origin"),
+            None,
+            "{origin}"
+        );
+    }
+    // Real requests: an allowed page can read the answer (401 included) and Mcp-Session-Id.
+    let ping = json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}).to_string();
+    let mut headers = good_headers();
+    headers.push(("Origin", "https://claude.ai".to_owned()));
+    let reply = raw.post_with(&headers, ping.as_bytes()).unwrap();
+    assert_eq!(reply.status, 200, "{reply:?}");
+    assert_eq!(
+        grant(&reply),
+        (Some("https://claude.ai"), Some("Mcp-Session-Id"))
+    );
+    headers.remove(0);
+    let reply = raw.post_with(&headers, ping.as_bytes()).unwrap();
+    assert_eq!(reply.status, 401, "{reply:?}");
+    assert_eq!(grant(&reply).0, Some("https://claude.ai"));
+    // A foreign page gets no grant and no answer.
+    let mut headers = good_headers();
+    headers.push(("Origin", "https://evil.example".to_owned()));
+    let reply = raw.post_with(&headers, ping.as_bytes()).unwrap();
+    assert_eq!(reply.status, 403, "{reply:?}");
+    assert_eq!(grant(&reply), (None, None));
+    raw.stop();
 }
