@@ -68,8 +68,7 @@ pub struct ArchiveEpisodeOutcome {
 pub struct DeleteEpisodeRequest {
     /// The episode.
     pub episode_id: i64,
-    /// The owner: required (a call without it is refused), and an episode of another agent
-    /// reads as not found.
+    /// The owner (required); another agent's episode reads as not found.
     pub agent_id: String,
     /// Pause bucket.
     pub session_key: String,

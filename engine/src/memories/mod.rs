@@ -123,8 +123,7 @@ pub struct UpdateMemoryRequest {
     pub memory_id: i64,
     /// New text.
     pub content: String,
-    /// The owner: required (a call without it is refused), and a row of another agent reads
-    /// as not found.
+    /// The owner (required); another agent's row reads as not found.
     pub agent_id: String,
     /// Pause bucket.
     pub session_key: String,
@@ -155,8 +154,7 @@ pub struct UpdateMemoryOutcome {
 pub struct MemoryIdRequest {
     /// The row.
     pub memory_id: i64,
-    /// The owner: required (a call without it is refused), and a row of another agent reads
-    /// as not found.
+    /// The owner (required); another agent's row reads as not found.
     pub agent_id: String,
     /// Pause bucket.
     pub session_key: String,
@@ -574,9 +572,8 @@ fn probe_duplicate(
     Ok(hit.map(|id| skipped("duplicate content", Some(id))))
 }
 
-/// Checks that memory `id` exists and belongs to `agent_id` (required) and, when `action`
-/// is given, is not locked against it. A row of another agent reads exactly as a missing one,
-/// and its lock is never told, so no answer tells which ids exist. Returns the owner.
+/// Checks that memory `id` exists, belongs to `agent_id` (required) and, when `action` is
+/// given, is not locked against it; another agent's row reads as missing, its lock untold.
 pub(crate) fn check_memory(
     conn: &rusqlite::Connection,
     id: i64,

@@ -1,3 +1,5 @@
+//! The CORS origin matching: the claude.ai defaults, configured origins and ports.
+
 use super::*;
 
 #[test]

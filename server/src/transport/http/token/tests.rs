@@ -1,3 +1,5 @@
+//! Token hygiene: start-up refusals by reason, the scheme in any case, exact matching.
+
 use super::*;
 
 #[test]
