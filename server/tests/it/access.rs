@@ -327,3 +327,38 @@ fn r19_cors_preflight_is_answered_before_the_token_for_allowed_origins_only() {
     assert_eq!(grant(&reply), (None, None));
     raw.stop();
 }
+
+#[test]
+fn r19_token_new_prints_a_token_the_server_serves_and_its_acl_entry() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = command(bin(), &dir.path().join("never.db"))
+        .args(["token", "new", "--client", "laptop", "--grant", "*=read"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let (token, entry) = stdout.split_once('\n').unwrap();
+    assert!(token.len() >= 32, "{token}");
+    let entry: Value = serde_json::from_str(entry).unwrap();
+    assert_eq!(
+        entry,
+        json!({"client_id": "laptop", "token": token, "grants": {"*": "read"}})
+    );
+    // The token serves: the server starts with it and answers a request carrying it.
+    let raw = RawHttp::spawn_with(bin(), &[("CPERSONA_AUTH_TOKEN", token)]);
+    let ping = json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}).to_string();
+    let mut headers = good_headers();
+    headers[0] = ("Authorization", format!("Bearer {token}"));
+    let reply = raw.post_with(&headers, ping.as_bytes()).unwrap();
+    assert_eq!(reply.status, 200, "{reply:?}");
+    raw.stop();
+    let refused = command(bin(), &dir.path().join("never.db"))
+        .args(["token", "new", "--client", "local"])
+        .output()
+        .unwrap();
+    assert!(!refused.status.success());
+}

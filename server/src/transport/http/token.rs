@@ -13,7 +13,8 @@ pub const MIN_TOKEN_CHARS: usize = 16;
 pub const MIN_DISTINCT_CHARS: usize = 8;
 
 /// How to make a good token, said in every refusal.
-const HOW: &str = "use a long random secret, e.g. the output of `openssl rand -base64 32`";
+const HOW: &str = "use a long random secret, e.g. the first line `cpersona token new \
+--client NAME` prints";
 
 /// Why a configured token is refused at start-up.
 #[derive(Debug, PartialEq, Eq, thiserror::Error)]

@@ -251,18 +251,19 @@ impl RawHttp {
         RawHttp::spawn_with(bin, &[])
     }
 
-    /// As [`RawHttp::spawn`], with more environment variables.
+    /// As [`RawHttp::spawn`], with more environment variables (overriding the token too).
     pub(crate) fn spawn_with(bin: &Path, env: &[(&str, &str)]) -> RawHttp {
         let dir = tempfile::tempdir().unwrap();
         let db = dir.path().join("transport.db");
         let mut cmd = command(bin, &db);
+        cmd.env("CPERSONA_EXPORT_DIR", dir.path())
+            .env("CPERSONA_AUTH_TOKEN", TOKEN)
+            .env("RUST_LOG", "info");
+        // The caller's settings win over the defaults above.
         for (key, value) in env {
             cmd.env(key, value);
         }
         let mut child = cmd
-            .env("CPERSONA_EXPORT_DIR", dir.path())
-            .env("CPERSONA_AUTH_TOKEN", TOKEN)
-            .env("RUST_LOG", "info")
             .args(["serve", "--http", "127.0.0.1:0"])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
