@@ -207,6 +207,8 @@ fn r19_the_bearer_scheme_is_read_in_any_case() {
     ] {
         let mut headers = good_headers();
         headers[0] = ("Authorization", value.clone());
+        // A 401 leaves the body unread, so the server may close the connection: never pool it.
+        headers.push(("Connection", "close".to_owned()));
         let reply = raw.post_with(&headers, ping.as_bytes()).unwrap();
         assert_eq!(reply.status, 401, "{value}: {reply:?}");
     }
@@ -316,6 +318,8 @@ fn r19_cors_preflight_is_answered_before_the_token_for_allowed_origins_only() {
         (Some("https://claude.ai"), Some("Mcp-Session-Id"))
     );
     headers.remove(0);
+    // A 401 leaves the body unread, so the server may close the connection: never pool it.
+    headers.push(("Connection", "close".to_owned()));
     let reply = raw.post_with(&headers, ping.as_bytes()).unwrap();
     assert_eq!(reply.status, 401, "{reply:?}");
     assert_eq!(grant(&reply).0, Some("https://claude.ai"));
