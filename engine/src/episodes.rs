@@ -65,7 +65,7 @@ pub struct ArchiveEpisodeOutcome {
 pub struct DeleteEpisodeRequest {
     /// The episode.
     pub episode_id: i64,
-    /// When not empty, the episode must belong to this agent.
+    /// The owner (required); another agent's episode reads as not found.
     pub agent_id: String,
     /// Pause bucket.
     pub session_key: String,
@@ -245,6 +245,7 @@ pub(crate) fn delete_episode(
     store: &Store,
     req: &DeleteEpisodeRequest,
 ) -> Result<DeleteEpisodeOutcome> {
+    crate::text::require_owner(&req.agent_id)?;
     if let Some(no_persist) = store.no_persist("delete_episode", &req.session_key) {
         return Ok(DeleteEpisodeOutcome {
             ok: true,
@@ -261,7 +262,8 @@ pub(crate) fn delete_episode(
             )
             .optional()?;
         match owner {
-            Some(owner) if req.agent_id.is_empty() || owner == req.agent_id => {
+            // Another agent's episode reads exactly as a missing one.
+            Some(owner) if owner == req.agent_id => {
                 tx.execute("DELETE FROM episodes WHERE id = ?", [req.episode_id])?;
                 Ok(DeleteEpisodeOutcome {
                     ok: true,

@@ -55,9 +55,6 @@ pub enum Error {
     /// The memory does not exist (or belongs to another agent, which reads the same).
     #[error("memory {id} not found")]
     MemoryNotFound { id: i64 },
-    /// The memory belongs to another agent.
-    #[error("memory {id} not owned by agent {agent_id}")]
-    MemoryNotOwned { id: i64, agent_id: String },
     /// The episode does not exist (or belongs to another agent).
     #[error("episode {id} not found")]
     EpisodeNotFound { id: i64 },
@@ -96,7 +93,6 @@ impl Error {
             | Error::InvalidInput { .. }
             | Error::InvalidTimestamp { .. }
             | Error::MemoryNotFound { .. }
-            | Error::MemoryNotOwned { .. }
             | Error::EpisodeNotFound { .. }
             | Error::MemoryLocked { .. }
             | Error::PathRefused { .. }

@@ -157,5 +157,20 @@ pub fn check_agent(value: &str) -> Result<()> {
     check_key("agent_id", value)
 }
 
+/// Refuses a call on a row id that names no agent: ownership is never optional, so a caller
+/// that leaves `agent_id` out cannot act on whichever agent's row the id happens to hit.
+/// CPersona skips the owner check when `agent_id` is left out (under its ACL an empty agent
+/// asks for a grant on `*`); here it is refused outright (issue 19): no principal names a
+/// single agent the call could be resolved to.
+pub fn require_owner(agent_id: &str) -> Result<()> {
+    if agent_id.trim().is_empty() {
+        return Err(Error::invalid(
+            "agent_id",
+            "is required: name the agent that owns the row",
+        ));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests;

@@ -123,7 +123,7 @@ pub struct UpdateMemoryRequest {
     pub memory_id: i64,
     /// New text.
     pub content: String,
-    /// When not empty, the row must belong to this agent.
+    /// The owner (required); another agent's row reads as not found.
     pub agent_id: String,
     /// Pause bucket.
     pub session_key: String,
@@ -151,7 +151,7 @@ pub struct UpdateMemoryOutcome {
 pub struct MemoryIdRequest {
     /// The row.
     pub memory_id: i64,
-    /// When not empty, the row must belong to this agent.
+    /// The owner (required); another agent's row reads as not found.
     pub agent_id: String,
     /// Pause bucket.
     pub session_key: String,
@@ -306,6 +306,7 @@ pub(crate) fn update_memory(
     config: &EngineConfig,
     req: &UpdateMemoryRequest,
 ) -> Result<UpdateMemoryOutcome> {
+    crate::text::require_owner(&req.agent_id)?;
     if let Some(no_persist) = store.no_persist("update_memory", &req.session_key) {
         return Ok(UpdateMemoryOutcome {
             ok: true,
@@ -374,6 +375,7 @@ pub(crate) fn update_memory(
 /// `delete_memory`: deletes an unlocked memory (its FTS postings, queue entry, nodes,
 /// blocks and associations go with it, by trigger).
 pub(crate) fn delete_memory(store: &Store, req: &MemoryIdRequest) -> Result<DeleteMemoryOutcome> {
+    crate::text::require_owner(&req.agent_id)?;
     if let Some(no_persist) = store.no_persist("delete_memory", &req.session_key) {
         return Ok(DeleteMemoryOutcome {
             ok: true,
@@ -398,6 +400,7 @@ pub(crate) fn delete_memory(store: &Store, req: &MemoryIdRequest) -> Result<Dele
 /// `lock_memory`: protects a memory from update, delete and merge moves. Not a ranking
 /// boost. Locking a locked memory succeeds.
 pub(crate) fn lock_memory(store: &Store, req: &MemoryIdRequest) -> Result<LockMemoryOutcome> {
+    crate::text::require_owner(&req.agent_id)?;
     if let Some(no_persist) = store.no_persist("lock_memory", &req.session_key) {
         return Ok(LockMemoryOutcome {
             ok: true,
@@ -415,6 +418,7 @@ pub(crate) fn lock_memory(store: &Store, req: &MemoryIdRequest) -> Result<LockMe
 
 /// `unlock_memory`: lifts the protection.
 pub(crate) fn unlock_memory(store: &Store, req: &MemoryIdRequest) -> Result<UnlockMemoryOutcome> {
+    crate::text::require_owner(&req.agent_id)?;
     if let Some(no_persist) = store.no_persist("unlock_memory", &req.session_key) {
         return Ok(UnlockMemoryOutcome {
             ok: true,
@@ -529,14 +533,15 @@ fn skipped(duplicate: Option<Duplicate>) -> StoreOutcome {
     }
 }
 
-/// Checks that memory `id` exists, belongs to `agent_id` (when not empty) and, when `action`
-/// is given, is not locked against it. Returns the owner.
+/// Checks that memory `id` exists, belongs to `agent_id` (required) and, when `action` is
+/// given, is not locked against it; another agent's row reads as missing, its lock untold.
 pub(crate) fn check_memory(
     conn: &rusqlite::Connection,
     id: i64,
     agent_id: &str,
     action: Option<&'static str>,
 ) -> Result<String> {
+    crate::text::require_owner(agent_id)?;
     let row: Option<(String, bool)> = conn
         .query_row(
             "SELECT agent_id, locked FROM memories WHERE id = ?",
@@ -544,15 +549,9 @@ pub(crate) fn check_memory(
             |row| Ok((row.get(0)?, row.get(1)?)),
         )
         .optional()?;
-    let Some((owner, locked)) = row else {
+    let Some((owner, locked)) = row.filter(|(owner, _)| owner == agent_id) else {
         return Err(Error::MemoryNotFound { id });
     };
-    if !agent_id.is_empty() && owner != agent_id {
-        return Err(Error::MemoryNotOwned {
-            id,
-            agent_id: agent_id.to_owned(),
-        });
-    }
     if let (Some(action), true) = (action, locked) {
         return Err(Error::MemoryLocked { id, action });
     }

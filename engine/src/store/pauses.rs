@@ -1,6 +1,8 @@
 //! Session controls: `pause_persistence`, `resume_persistence`, `persistence_status`. While a
 //! pause is active every write tool answers CPersona's skipped shape and writes nothing. The
 //! state is per process (keyed by `session_key`, `""` = the process bucket) and never stored.
+//! The server decides who shares a bucket: over HTTP it refuses a keyless pause, so the process
+//! bucket belongs to stdio's one client and a keyed pause skips only writes with that key.
 
 use serde::Serialize;
 

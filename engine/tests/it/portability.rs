@@ -245,6 +245,7 @@ fn merge_copies_and_moves_but_never_a_locked_row_away() {
     f.engine
         .lock_memory(&MemoryIdRequest {
             memory_id: 1,
+            agent_id: "src".into(),
             ..Default::default()
         })
         .unwrap();

@@ -149,6 +149,7 @@ fn bad_input_is_rejected_and_writes_nothing() {
         .update_memory(&UpdateMemoryRequest {
             memory_id: 999,
             content: "x".into(),
+            agent_id: "a".into(),
             ..Default::default()
         })
         .unwrap_err();
@@ -158,6 +159,7 @@ fn bad_input_is_rejected_and_writes_nothing() {
         .update_memory(&UpdateMemoryRequest {
             memory_id: 1,
             content: " ".into(),
+            agent_id: "a".into(),
             ..Default::default()
         })
         .unwrap_err();
@@ -170,7 +172,9 @@ fn bad_input_is_rejected_and_writes_nothing() {
             ..Default::default()
         })
         .unwrap_err();
-    assert!(matches!(err, Error::MemoryNotOwned { .. }));
+    // Another agent's memory reads exactly as a missing one (no existence oracle).
+    assert!(matches!(err, Error::MemoryNotFound { id: 1 }), "{err}");
+    assert_eq!(err.to_string(), "memory 1 not found");
     let err = f
         .engine
         .archive_episode(&ArchiveEpisodeRequest {
@@ -185,6 +189,7 @@ fn bad_input_is_rejected_and_writes_nothing() {
         f.engine
             .delete_episode(&DeleteEpisodeRequest {
                 episode_id: 5,
+                agent_id: "a".into(),
                 ..Default::default()
             })
             .unwrap_err()
@@ -254,6 +259,7 @@ fn locks_protect_against_update_and_delete() {
         .update_memory(&UpdateMemoryRequest {
             memory_id: id,
             content: "new".into(),
+            agent_id: "a".into(),
             ..Default::default()
         })
         .unwrap_err();
@@ -270,6 +276,7 @@ fn locks_protect_against_update_and_delete() {
         .update_memory(&UpdateMemoryRequest {
             memory_id: id,
             content: "new text".into(),
+            agent_id: "a".into(),
             ..Default::default()
         })
         .unwrap();
@@ -303,6 +310,7 @@ fn fts_follows_writes() {
         .update_memory(&UpdateMemoryRequest {
             memory_id: id,
             content: "大阪城を見た".into(),
+            agent_id: "a".into(),
             ..Default::default()
         })
         .unwrap();
@@ -320,6 +328,7 @@ fn every_write_appends_to_the_change_log() {
         .update_memory(&UpdateMemoryRequest {
             memory_id: id,
             content: "two".into(),
+            agent_id: "a".into(),
             ..Default::default()
         })
         .unwrap();
@@ -327,6 +336,7 @@ fn every_write_appends_to_the_change_log() {
     f.engine
         .delete_memory(&MemoryIdRequest {
             memory_id: id,
+            agent_id: "a".into(),
             ..Default::default()
         })
         .unwrap();
@@ -440,6 +450,7 @@ fn pause_skips_every_write() {
         f.engine
             .delete_memory(&MemoryIdRequest {
                 memory_id: 1,
+                agent_id: "a".into(),
                 ..Default::default()
             })
             .unwrap(),
@@ -723,4 +734,101 @@ fn r18_text_over_the_limit_is_refused_whole_never_cut() {
     let a = stored_id(&f.engine.store(&req("a", &at_limit(" six"))).unwrap());
     let b = stored_id(&f.engine.store(&req("a", &at_limit(" ten"))).unwrap());
     assert_ne!(a, b);
+}
+
+/// Ownership is never optional: a call on a row id must name the owner, and another agent's
+/// row (locked or not) reads exactly as an id that does not exist, so nothing tells which ids
+/// exist and nothing changes.
+// See: issue 19
+#[test]
+fn r19_row_ids_need_their_owner_and_other_agents_rows_read_as_missing() {
+    let f = fixture();
+    let id = stored_id(&f.engine.store(&req("a", "a's locked secret")).unwrap());
+    let by = |agent: &str, memory_id: i64| MemoryIdRequest {
+        memory_id,
+        agent_id: agent.into(),
+        ..Default::default()
+    };
+    f.engine.lock_memory(&by("a", id)).unwrap();
+    let episode = f
+        .engine
+        .archive_episode(&ArchiveEpisodeRequest {
+            agent_id: "a".into(),
+            summary: "a's session".into(),
+            ..Default::default()
+        })
+        .unwrap()
+        .episode_id
+        .unwrap();
+    let row = |f: &crate::common::Fixture| -> (String, bool) {
+        conn(f)
+            .query_row(
+                "SELECT content, locked FROM memories WHERE id = ?",
+                [id],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .unwrap()
+    };
+    let before = (counts(&f), row(&f));
+    let update = |agent: &str, memory_id: i64| UpdateMemoryRequest {
+        memory_id,
+        content: "rewritten".into(),
+        agent_id: agent.into(),
+        ..Default::default()
+    };
+    let missing = 99_999;
+    let messages = |agent: &str, memory_id: i64| -> Vec<String> {
+        vec![
+            f.engine
+                .update_memory(&update(agent, memory_id))
+                .unwrap_err(),
+            f.engine.delete_memory(&by(agent, memory_id)).unwrap_err(),
+            f.engine.lock_memory(&by(agent, memory_id)).unwrap_err(),
+            f.engine.unlock_memory(&by(agent, memory_id)).unwrap_err(),
+        ]
+        .into_iter()
+        .map(|e| {
+            assert!(e.is_user_error());
+            e.to_string().replace(&memory_id.to_string(), "N")
+        })
+        .collect()
+    };
+    let theirs = messages("b", id);
+    assert_eq!(
+        theirs,
+        messages("b", missing),
+        "not yours reads as not found"
+    );
+    assert!(
+        theirs.iter().all(|m| m == "memory N not found"),
+        "{theirs:?}"
+    );
+    for agent in ["", "  "] {
+        for message in messages(agent, id) {
+            assert!(
+                message.contains("agent_id") && message.contains("required"),
+                "{message}"
+            );
+        }
+    }
+    let delete_episode = |agent: &str, episode_id: i64| {
+        f.engine
+            .delete_episode(&DeleteEpisodeRequest {
+                episode_id,
+                agent_id: agent.into(),
+                ..Default::default()
+            })
+            .unwrap_err()
+            .to_string()
+            .replace(&episode_id.to_string(), "N")
+    };
+    assert_eq!(delete_episode("b", episode), delete_episode("b", missing));
+    assert!(delete_episode("", episode).contains("agent_id"));
+    assert_eq!((counts(&f), row(&f)), before);
+    // The owner still can.
+    f.engine.unlock_memory(&by("a", id)).unwrap();
+    assert_eq!(
+        f.engine.delete_memory(&by("a", id)).unwrap().deleted_id,
+        Some(id)
+    );
 }

@@ -1,5 +1,5 @@
 //! The command line: `serve` (the default), `index`, `import`, `export`, `check`, `model`,
-//! `embed-serve`, `recall`, `replay`. Parses flags, reads configuration once, sets up logging to stderr, and
+//! `embed-serve`, `recall`, `replay`, `token`. Parses flags, reads configuration once, sets up logging to stderr, and
 //! hands off; it never prints to stdout while serving stdio.
 
 mod admin;
@@ -9,6 +9,7 @@ mod open;
 mod recall;
 mod replay;
 mod serve;
+mod token;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -81,12 +82,24 @@ pub enum Command {
     Recall(recall::RecallArgs),
     /// Re-score a saved recall trace offline with conditions changed (--set k=v).
     Replay(replay::ReplayArgs),
+    /// Make a bearer token for one client (and the CPersona ACL entry naming it).
+    Token {
+        #[command(subcommand)]
+        action: TokenAction,
+    },
     /// Serve the configured embedder over CPersona's HTTP embedding contract.
     EmbedServe {
         /// Address to listen on, e.g. 127.0.0.1:8401.
         #[arg(long, value_name = "ADDR")]
         http: SocketAddr,
     },
+}
+
+/// `token` actions.
+#[derive(Debug, Subcommand)]
+pub enum TokenAction {
+    /// Print a random 43-character token, then the ACL entry to add for it.
+    New(TokenNewArgs),
 }
 
 /// `index` actions.
@@ -118,6 +131,7 @@ pub enum Table {
 }
 
 pub use model::{InstallArgs, ModelAction};
+pub use token::TokenNewArgs;
 
 /// Exit code for a configuration or start-up error.
 const EXIT_CONFIG: u8 = 2;
@@ -201,6 +215,9 @@ fn run(command: Command, config: Config, env: &Env) -> Result<(), RunError> {
         Command::Reembed => index::reembed(&config),
         Command::Recall(args) => recall::run(&config, args),
         Command::Replay(args) => replay::run(&config, args),
+        Command::Token {
+            action: TokenAction::New(args),
+        } => Ok(token::run(&args)?),
     }
 }
 

@@ -44,6 +44,10 @@ one, `delete_memory` when the user asks to forget.
 pub struct McpServer {
     backend: Arc<dyn ToolBackend>,
     tool_router: ToolRouter<McpServer>,
+    /// Served over streamable HTTP, where every request stands alone (no MCP session ties
+    /// one client's calls together) and many clients share the process: a pause must name its
+    /// `session_key` there (see `tools/persistence.rs`).
+    over_http: bool,
 }
 
 impl McpServer {
@@ -55,6 +59,15 @@ impl McpServer {
         McpServer {
             backend,
             tool_router,
+            over_http: false,
+        }
+    }
+
+    /// The same server as the HTTP transport serves it (many clients, stateless requests).
+    pub fn over_http(self) -> McpServer {
+        McpServer {
+            over_http: true,
+            ..self
         }
     }
 

@@ -439,9 +439,8 @@ pub struct UpdateMemoryArgs {
     /// The new content (refused over `CPERSONA_MAX_CONTENT_LENGTH` characters).
     #[schemars(length(max = 16_000))]
     pub content: String,
-    /// The owner; an update of another agent's memory is refused.
-    #[serde(default)]
-    #[schemars(length(max = 256))]
+    /// The owner (required). Another agent's memory reads as not found.
+    #[schemars(length(min = 1, max = 256))]
     pub agent_id: String,
     /// Opaque per-session partition hint (not auth, not a filter).
     #[serde(default)]
@@ -456,9 +455,8 @@ pub struct MemoryIdArgs {
     /// The memory's id (the number in `mem:<id>`).
     #[schemars(range(min = 1))]
     pub memory_id: i64,
-    /// The owner; acting on another agent's memory is refused.
-    #[serde(default)]
-    #[schemars(length(max = 256))]
+    /// The owner (required). Another agent's memory reads as not found.
+    #[schemars(length(min = 1, max = 256))]
     pub agent_id: String,
     /// Opaque per-session partition hint (not auth, not a filter).
     #[serde(default)]
@@ -473,9 +471,8 @@ pub struct EpisodeIdArgs {
     /// The episode's id (the number in `ep:<id>`).
     #[schemars(range(min = 1))]
     pub episode_id: i64,
-    /// The agent whose memory this is; agents never share rows.
-    #[serde(default)]
-    #[schemars(length(max = 256))]
+    /// The owner (required). Another agent's episode reads as not found.
+    #[schemars(length(min = 1, max = 256))]
     pub agent_id: String,
     /// Opaque per-session partition hint (not auth, not a filter).
     #[serde(default)]

@@ -1,7 +1,10 @@
-//! Streamable HTTP at `/mcp`: a bearer token checked in constant time before anything else
-//! (401 with nothing written on a missing or wrong token), a request body limit, and the
-//! Origin/Host checks the MCP spec asks for against DNS rebinding. It refuses to start
-//! without a token unless unauthenticated HTTP was asked for explicitly.
+//! Streamable HTTP at `/mcp`: CPersona's CORS outermost (`http/cors.rs`: a preflight is
+//! answered before the token check, a disallowed origin gets no grant), then a bearer token
+//! checked in constant time before anything else (401 with nothing written on a missing or
+//! wrong token; the scheme read case-insensitively, `http/token.rs`), a request body limit, and
+//! the Origin/Host checks the MCP spec asks for against DNS rebinding. It refuses to start
+//! without a token unless unauthenticated HTTP was asked for explicitly, and with a token that
+//! is not printable ASCII or is easy to guess.
 //!
 //! A JSON POST body passes the screen of [`super::jsonrpc`] after the token check and before
 //! rmcp: what rmcp would refuse with a bare 415 (a body that does not parse or is no
@@ -24,10 +27,16 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
-use subtle::ConstantTimeEq;
 
+use self::cors::CorsPolicy;
 use super::jsonrpc::{INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR, Refusal, Screened, screen};
 use crate::mcp::McpServer;
+
+mod cors;
+mod token;
+
+pub use self::cors::DEFAULT_CORS_ORIGINS;
+pub use self::token::{MIN_DISTINCT_CHARS, MIN_TOKEN_CHARS, WeakToken, check_token};
 
 /// The security settings of the HTTP transport, resolved from configuration.
 #[derive(Clone, Debug)]
@@ -36,7 +45,8 @@ pub struct HttpSecurity {
     pub auth_token: Option<String>,
     /// Largest request body in bytes (413 above).
     pub max_body_bytes: usize,
-    /// Browser Origins allowed besides the loopback ones.
+    /// Browser Origins allowed besides the loopback ones; each also gets a CORS grant, as
+    /// CPersona's `https://claude.ai` and `https://www.claude.ai` do.
     pub extra_allowed_origins: Vec<String>,
     /// `Host` header values allowed besides the loopback ones.
     pub extra_allowed_hosts: Vec<String>,
@@ -52,9 +62,9 @@ pub enum HttpStartError {
          CPERSONA_ALLOW_UNAUTHENTICATED_HTTP=true to serve without authentication"
     )]
     NoToken,
-    /// The token is too short to be a secret.
-    #[error("CPERSONA_AUTH_TOKEN is {len} characters; use at least 16")]
-    ShortToken { len: usize },
+    /// The token is not printable ASCII, too short or easy to guess.
+    #[error(transparent)]
+    WeakToken(#[from] WeakToken),
 }
 
 /// The token to require, or `None` when unauthenticated HTTP was asked for. Applies on every
@@ -64,10 +74,10 @@ pub fn resolve_auth(
     allow_unauthenticated: bool,
 ) -> Result<Option<String>, HttpStartError> {
     match token {
-        Some(token) if token.chars().count() < 16 => Err(HttpStartError::ShortToken {
-            len: token.chars().count(),
-        }),
-        Some(token) => Ok(Some(token)),
+        Some(token) => {
+            check_token(&token)?;
+            Ok(Some(token))
+        }
         None if allow_unauthenticated => {
             tracing::warn!(
                 "serving HTTP WITHOUT authentication (CPERSONA_ALLOW_UNAUTHENTICATED_HTTP=true)"
@@ -91,6 +101,8 @@ const LOOPBACK_ORIGINS: &[&str] = &[
 /// The axum app: `/mcp` behind the token check. `bound` is the address the listener is on.
 pub fn router(server: McpServer, security: &HttpSecurity, bound: SocketAddr) -> Router {
     let mut origins: Vec<String> = LOOPBACK_ORIGINS.iter().map(|o| (*o).to_owned()).collect();
+    // rmcp reads an entry without a port as any port: the CORS defaults name 443.
+    origins.extend(DEFAULT_CORS_ORIGINS.iter().map(|o| format!("{o}:443")));
     origins.extend(security.extra_allowed_origins.iter().cloned());
     let mut config = StreamableHttpServerConfig::default()
         .with_legacy_session_mode(false)
@@ -116,20 +128,24 @@ pub fn router(server: McpServer, security: &HttpSecurity, bound: SocketAddr) -> 
         max_body_bytes: security.max_body_bytes,
         supported: rmcp::ServerHandler::supported_protocol_versions(&server).into_owned(),
     });
+    let server = server.over_http();
     let service = StreamableHttpService::new(
         move || Ok(server.clone()),
         Arc::new(LocalSessionManager::default()),
         config,
     );
     let token = Arc::new(security.auth_token.clone());
+    let cors_policy = Arc::new(CorsPolicy::new(&security.extra_allowed_origins));
+    // The last layer added runs first: CORS, then the token, then the body screen.
     Router::new()
         .nest_service("/mcp", service)
         .layer(middleware::from_fn_with_state(screen_state, screen_body))
         .layer(middleware::from_fn_with_state(token, require_bearer))
+        .layer(middleware::from_fn_with_state(cors_policy, cors::cors))
 }
 
-/// 401 unless the request carries `Authorization: Bearer <token>`; the comparison takes the
-/// same time wherever the first differing byte is.
+/// 401 unless the request carries `Authorization: Bearer <token>` (the scheme in any case);
+/// the comparison takes the same time wherever the first differing byte is.
 async fn require_bearer(
     State(token): State<Arc<Option<String>>>,
     request: Request,
@@ -142,9 +158,9 @@ async fn require_bearer(
         .headers()
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
+        .and_then(token::presented)
         .unwrap_or("");
-    if bool::from(presented.as_bytes().ct_eq(expected.as_bytes())) && !presented.is_empty() {
+    if token::matches(presented, expected) {
         return next.run(request).await;
     }
     tracing::warn!(path = %request.uri().path(), "rejected a request without a valid bearer token");

@@ -62,14 +62,10 @@ impl FakeBackend {
         f: impl FnOnce(&mut Vec<Row>, usize) -> T,
     ) -> Result<T, ToolError> {
         let mut rows = self.rows.lock().unwrap();
-        let Some(pos) = rows.iter().position(|r| r.id == id) else {
-            return Err(ToolError::user(format!("Memory {id} not found")));
+        // As the engine: another agent's row reads exactly as a missing one.
+        let Some(pos) = rows.iter().position(|r| r.id == id && r.agent_id == agent) else {
+            return Err(ToolError::user(format!("memory {id} not found")));
         };
-        if !agent.is_empty() && rows[pos].agent_id != agent {
-            return Err(ToolError::user(format!(
-                "Memory {id} not owned by agent {agent}"
-            )));
-        }
         Ok(f(&mut rows, pos))
     }
 }

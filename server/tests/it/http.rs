@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use cpersona_server::mcp::McpServer;
-use cpersona_server::transport::http::{self, HttpSecurity, HttpStartError};
+use cpersona_server::transport::http::{self, HttpSecurity, HttpStartError, WeakToken};
 use serde_json::{Value, json};
 
 use crate::fake::FakeBackend;
@@ -211,8 +211,18 @@ fn http_refuses_to_start_without_a_token_unless_told() {
     assert!(matches!(http::resolve_auth(None, true), Ok(None)));
     assert!(matches!(
         http::resolve_auth(Some("short".into()), false),
-        Err(HttpStartError::ShortToken { len: 5 })
+        Err(HttpStartError::WeakToken(WeakToken::Short { len: 5 }))
     ));
+    // See: issue 19
+    for weak in ["aaaaaaaaaaaaaaaa", "abcdefghabcdefgh", "éééééééééééééééé"] {
+        assert!(
+            matches!(
+                http::resolve_auth(Some(weak.into()), false),
+                Err(HttpStartError::WeakToken(_))
+            ),
+            "{weak}"
+        );
+    }
     assert_eq!(
         http::resolve_auth(Some(TOKEN.into()), false)
             .unwrap()

@@ -6,6 +6,7 @@
 // clients) are test code too, and a panic is the failure report they should give.
 #![allow(clippy::unwrap_used)]
 
+mod access;
 mod associations;
 mod binary;
 mod crash;

@@ -423,17 +423,17 @@ async fn malformed_arguments_never_reach_the_backend() {
         ),
         (
             "update_memory",
-            json!({"memory_id": 0, "content": "x"}),
+            json!({"memory_id": 0, "content": "x", "agent_id": "a"}),
             "`memory_id` is 0, below the minimum 1",
         ),
         (
             "update_memory",
-            json!({"memory_id": "1", "content": "x"}),
+            json!({"memory_id": "1", "content": "x", "agent_id": "a"}),
             "`memory_id` must be an integer",
         ),
         (
             "delete_memory",
-            json!({"memory_id": 1e30}),
+            json!({"memory_id": 1e30, "agent_id": "a"}),
             "must be an integer, got number",
         ),
         (

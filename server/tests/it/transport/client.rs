@@ -179,8 +179,64 @@ pub(crate) const TOKEN: &str = "transport-test-token-0123456789abcdef";
 pub(crate) struct HttpReply {
     pub(crate) status: u16,
     pub(crate) content_type: String,
+    /// Every response header, names lower-case.
+    pub(crate) headers: Vec<(String, String)>,
     pub(crate) body: String,
     pub(crate) json: Option<Value>,
+}
+
+impl HttpReply {
+    /// The value of header `name` (lower-case), when present.
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// Reads one HTTP answer whole: status, content type, headers, body (JSON when it parses).
+fn read_reply(mut response: ureq::http::Response<ureq::Body>) -> Option<HttpReply> {
+    let status = response.status().as_u16();
+    let headers = response
+        .headers()
+        .iter()
+        .map(|(name, value)| {
+            (
+                name.as_str().to_owned(),
+                value.to_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect();
+    let content_type = response
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_owned();
+    let mut bytes = Vec::new();
+    response
+        .body_mut()
+        .with_config()
+        .limit(64 << 20)
+        .reader()
+        .read_to_end(&mut bytes)
+        .ok()?;
+    let body = String::from_utf8_lossy(&bytes).into_owned();
+    // JSON, or an SSE stream whose `data:` line carries the JSON-RPC message.
+    let json_text = body
+        .lines()
+        .find_map(|l| l.strip_prefix("data:"))
+        .map(str::trim)
+        .unwrap_or(body.trim());
+    let json = serde_json::from_str(json_text).ok();
+    Some(HttpReply {
+        status,
+        content_type,
+        headers,
+        body,
+        json,
+    })
 }
 
 /// The binary serving streamable HTTP on an ephemeral 127.0.0.1 port over a fresh store.
@@ -205,12 +261,22 @@ pub(crate) fn good_headers() -> Vec<(&'static str, String)> {
 impl RawHttp {
     /// Spawn `bin serve --http 127.0.0.1:0` and read the bound address from its log.
     pub(crate) fn spawn(bin: &Path) -> RawHttp {
+        RawHttp::spawn_with(bin, &[])
+    }
+
+    /// As [`RawHttp::spawn`], with more environment variables (overriding the token too).
+    pub(crate) fn spawn_with(bin: &Path, env: &[(&str, &str)]) -> RawHttp {
         let dir = tempfile::tempdir().unwrap();
         let db = dir.path().join("transport.db");
-        let mut child = command(bin, &db)
-            .env("CPERSONA_EXPORT_DIR", dir.path())
+        let mut cmd = command(bin, &db);
+        cmd.env("CPERSONA_EXPORT_DIR", dir.path())
             .env("CPERSONA_AUTH_TOKEN", TOKEN)
-            .env("RUST_LOG", "info")
+            .env("RUST_LOG", "info");
+        // The caller's settings win over the defaults above.
+        for (key, value) in env {
+            cmd.env(key, value);
+        }
+        let mut child = cmd
             .args(["serve", "--http", "127.0.0.1:0"])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -266,41 +332,50 @@ impl RawHttp {
         for (name, value) in headers {
             request = request.header(*name, value.as_str());
         }
-        let mut response = request.send(body).ok()?;
-        let status = response.status().as_u16();
-        let content_type = response
-            .headers()
-            .get("content-type")
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or_default()
-            .to_owned();
-        let mut bytes = Vec::new();
-        response
-            .body_mut()
-            .with_config()
-            .limit(64 << 20)
-            .reader()
-            .read_to_end(&mut bytes)
-            .ok()?;
-        let body = String::from_utf8_lossy(&bytes).into_owned();
-        // JSON, or an SSE stream whose `data:` line carries the JSON-RPC message.
-        let json_text = body
-            .lines()
-            .find_map(|l| l.strip_prefix("data:"))
-            .map(str::trim)
-            .unwrap_or(body.trim());
-        let json = serde_json::from_str(json_text).ok();
-        Some(HttpReply {
-            status,
-            content_type,
-            body,
-            json,
-        })
+        let response = request.send(body).ok()?;
+        read_reply(response)
+    }
+
+    /// `OPTIONS` with `headers` (no body), as a browser's preflight.
+    pub(crate) fn options(&self, headers: &[(&'static str, String)]) -> Option<HttpReply> {
+        let mut request = self.agent.options(&self.url);
+        for (name, value) in headers {
+            request = request.header(*name, value.as_str());
+        }
+        read_reply(request.call().ok()?)
     }
 
     /// POST `body` as a well-behaved client would.
     pub(crate) fn post(&self, body: &[u8]) -> Option<HttpReply> {
         self.post_with(&good_headers(), body)
+    }
+
+    /// One `tools/call` with the good headers plus `extra`; the tool's body and `isError`.
+    pub(crate) fn call_tool(
+        &self,
+        extra: &[(&'static str, String)],
+        tool: &str,
+        args: &Value,
+    ) -> (bool, Value) {
+        let mut headers = good_headers();
+        headers.extend(extra.iter().cloned());
+        let call = json!({"jsonrpc": "2.0", "id": tool, "method": "tools/call",
+            "params": {"name": tool, "arguments": args}});
+        let reply = self
+            .post_with(&headers, call.to_string().as_bytes())
+            .unwrap_or_else(|| panic!("no answer to {tool}"));
+        assert_eq!(reply.status, 200, "{tool}: {reply:?}");
+        let json = reply
+            .json
+            .unwrap_or_else(|| panic!("{tool}: {}", reply.body));
+        let result = &json["result"];
+        let text = result["content"][0]["text"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{tool} {args}: {json}"));
+        (
+            result["isError"] == true,
+            serde_json::from_str(text).unwrap(),
+        )
     }
 
     /// `initialize`; panics when the server does not answer it.
