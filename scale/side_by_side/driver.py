@@ -135,8 +135,11 @@ def free_port():
 
 def base_env(db, embed_url):
     env = {k: v for k, v in os.environ.items() if not k.startswith("CPERSONA_")}
-    # The corpus file is not in the store's export folder: CPERSONA_EXPORT_DIR=/ is the old reach.
-    env.update(CPERSONA_DB_PATH=db, CPERSONA_EXPORT_DIR="/", CPERSONA_EMBEDDING_MODE="http", CPERSONA_EMBEDDING_URL=embed_url,
+    # Both servers confined to the rung's work folder, which holds the corpus file and the stores.
+    # (Not "/": CPersona 2.6.14 tests realpath(path).startswith(root + os.sep), "//" for "/",
+    # and refuses every path.)
+    env.update(CPERSONA_DB_PATH=db, CPERSONA_EXPORT_DIR=os.path.dirname(os.path.abspath(db)),
+               CPERSONA_EMBEDDING_MODE="http", CPERSONA_EMBEDDING_URL=embed_url,
                CPERSONA_MAX_IMPORT_BYTES=str(4 << 30), CPERSONA_FUSED_GATE_ENABLED="false",
                CPERSONA_AUTOCUT_ENABLED="false", RUST_LOG="warn")
     return env
