@@ -1,23 +1,38 @@
 //! Free recall per stage on a seeded store: `Engine::recall` end to end and each stage alone
-//! (vector arm over a fresh generation, vector arm with a live tail, lexical arm with the
-//! lexical cap on and off, keyword arm, fusion, gate, select + shape), on two text corpora:
-//! `zipf` (6,000-word Zipf vocabulary) and `rep36` (the side-by-side driver's ~36-word
-//! sentences, where every OR term matches most rows). The hash embedder embeds rows and
-//! queries. Besides criterion's timings it prints, per corpus, p50/p95 of each stage of
-//! `Engine::recall` (its own `RecallTimings`) with the cap off and on, in one run.
+//! (vector arm over a fresh generation, lexical arm with the lexical cap on and off, keyword
+//! arm, fusion, gate, select + shape), on two text corpora: `zipf` (6,000-word Zipf vocabulary)
+//! and `rep36` (the side-by-side driver's ~36-word sentences, where every OR term matches most
+//! rows). The hash embedder embeds rows and queries. Besides criterion's timings it prints, per
+//! corpus, p50/p95 of each stage of `Engine::recall` (its own `RecallTimings`) with the cap off
+//! and on, in one run.
+//!
+//! Then issue 16's comparison: the last 10% of the rows (the tail) is written after the base's
+//! rebuild into three copies of the store, which then hold the same rows three ways:
+//! - `segments`: the tail imported in `CPERSONA_BENCH_RECALL_FLUSHES` (default 10) chunks, each
+//!   followed by `Engine::maintain_index(false)` (the pass `serve` runs, with
+//!   `CPERSONA_INDEX_AUTO_MERGE=false`): the base segment plus that many small flushed ones,
+//!   never merged;
+//! - `fresh`: the same chunks, then `rebuild_index` (one segment, as after
+//!   `cpersona index rebuild`);
+//! - `live tail`: the same chunks, never flushed (the tail scored exactly from SQLite, as
+//!   before issue 16).
+//!
+//! One engine per copy answers the same queries, interleaved (each query goes to all three in a
+//! rotating order, `CPERSONA_BENCH_RECALL_PASSES` passes, default 3), so load on a shared
+//! machine falls on all alike; the table gives p50/p95 per state and segments / fresh.
 //!
 //! Run: `cargo bench --workspace --profile=dev --bench recall` (the dev profile keeps the
 //! engine at opt-level 0; absolute times are pessimistic, ratios within one run hold).
 //! Knobs (read here, never by the library): `CPERSONA_BENCH_RECALL_ROWS=10000` (100000 for the
 //! larger store), `CPERSONA_BENCH_RECALL_CORPORA=zipf,rep36`, `CPERSONA_BENCH_LEXICAL_CAP` (default: the engine's default cap)
-//! (the cap of the "on" arm). The store is built in `$TMPDIR/cpersona-bench/recall-<pid>`
-//! and removed at the end.
+//! (the cap of the "on" arm), `CPERSONA_BENCH_RECALL_FLUSHES`, `CPERSONA_BENCH_RECALL_PASSES`.
+//! The stores are built in `$TMPDIR/cpersona-bench/recall-<pid>-<corpus>` and removed at the end.
 #![forbid(unsafe_code)]
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 use std::collections::HashSet;
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -48,12 +63,13 @@ fn env_or(name: &str, default: &str) -> String {
 
 /// Writes rows `from..to` of `corpus` as an import file with hash-embedder vectors, leaving
 /// out texts already in `seen` (the import would skip them as duplicates; the repetitive
-/// corpus repeats some, as the side-by-side driver does). Returns the rows written.
+/// corpus repeats some, as the side-by-side driver does). Row `i` is stamped `stamp_to - i`
+/// minutes before a fixed instant. Returns the rows written.
 fn write_import(
     path: &Path,
     corpus: &TextCorpus,
     embedder: &HashEmbedder,
-    (from, to): (usize, usize),
+    (from, to, stamp_to): (usize, usize, usize),
     seen: &mut HashSet<String>,
 ) -> BoxResult<usize> {
     let mut out = std::io::BufWriter::new(std::fs::File::create(path)?);
@@ -74,7 +90,7 @@ fn write_import(
         let vec = embedder.embed_one(&text);
         let b64 = vector::base64_encode(&vector::encode(&vec, dim, EmbeddingFormat::F32)?);
         // Newer rows get later timestamps, one minute apart.
-        let stamp = time::format_ms_python(newest - (to as i64 - i as i64) * 60_000);
+        let stamp = time::format_ms_python(newest - (stamp_to as i64 - i as i64) * 60_000);
         // Row 0 of every 10 belongs to another agent, so isolation filters real rows.
         let agent = if i % 10 == 0 { "other" } else { AGENT };
         writeln!(
@@ -185,7 +201,7 @@ fn bench_corpus(c: &mut Criterion, kind: TextKind, rows: usize, cap: usize) -> B
         &work.join("base.jsonl"),
         &corpus,
         &embedder,
-        (0, base),
+        (0, base, base),
         &mut seen,
     )?;
     let builder = open(&db, None)?;
@@ -287,26 +303,225 @@ fn bench_corpus(c: &mut Criterion, kind: TextKind, rows: usize, cap: usize) -> B
         })
     });
 
-    // The live tail: rows written after the generation, scored exactly from SQLite.
-    let tail = write_import(
-        &work.join("tail.jsonl"),
-        &corpus,
-        &embedder,
-        (base, rows),
-        &mut seen,
-    )?;
-    import(&on, &work.join("tail.jsonl"), tail)?;
-    g.bench_function("vector_arm/live_tail", |b| {
-        b.iter(|| on_err(on.vector_arm(AGENT, None, &vectors[next()], depth)))
-    });
-    g.bench_function(BenchmarkId::new("end_to_end_tail", "cap_on"), |b| {
-        b.iter(|| on_err(on.recall(&recall_query(&queries[next()]))))
-    });
-    g.finish();
-    println!("  with a {tail}-row live tail:");
-    timing_table(&format!("cap {cap}"), &on, &queries)?;
+    // Issue 16: the same rows as segments, freshly rebuilt and as a live tail (module doc).
     drop((on, off));
+    let flushes: usize = env_or("CPERSONA_BENCH_RECALL_FLUSHES", "10").parse()?;
+    let passes: usize = env_or("CPERSONA_BENCH_RECALL_PASSES", "3").parse()?;
+    let states = three_states(&work, &db, &corpus, (base, rows), &mut seen, cap, flushes)?;
+    for (label, engine) in &states {
+        g.bench_function(format!("vector_arm/{label}"), |b| {
+            b.iter(|| on_err(engine.vector_arm(AGENT, None, &vectors[next()], depth)))
+        });
+    }
+    for (label, engine) in &states {
+        g.bench_function(
+            BenchmarkId::new(format!("end_to_end_{label}"), "cap_on"),
+            |b| b.iter(|| on_err(engine.recall(&recall_query(&queries[next()])))),
+        );
+    }
+    g.finish();
+    interleaved(&states, &queries, passes)?;
+    drop(states);
     let _ = std::fs::remove_dir_all(&work);
+    Ok(())
+}
+
+/// Issue 16's three stores over the base store at `db` (built and rebuilt, no engine open):
+/// the tail `rows.0..rows.1` written in `flushes` chunks into each of three copies, then
+/// flushed after each chunk (`segments`), rebuilt (`fresh`) or left alone (`live_tail`). Each
+/// comes back with the engine that wrote it, lexical cap `cap`.
+fn three_states(
+    work: &Path,
+    db: &Path,
+    corpus: &TextCorpus,
+    (base, rows): (usize, usize),
+    seen: &mut HashSet<String>,
+    cap: usize,
+    flushes: usize,
+) -> BoxResult<Vec<(&'static str, Engine)>> {
+    let embedder = HashEmbedder::new();
+    let flushes = flushes.max(1);
+    let mut chunks = Vec::new();
+    for j in 0..flushes {
+        let (from, to) = (
+            base + (rows - base) * j / flushes,
+            base + (rows - base) * (j + 1) / flushes,
+        );
+        let path = work.join(format!("tail-{j}.jsonl"));
+        let written = write_import(&path, corpus, &embedder, (from, to, rows), seen)?;
+        chunks.push((path, written));
+    }
+    let tail: usize = chunks.iter().map(|(_, n)| n).sum();
+    let fresh_db = copy_store(db, &work.join("fresh"))?;
+    let tail_db = copy_store(db, &work.join("tail"))?;
+    let started = Instant::now();
+    let segments = open(db, Some(cap))?;
+    for (path, written) in &chunks {
+        import(&segments, path, *written)?;
+        // `serve`'s background pass with CPERSONA_INDEX_AUTO_MERGE=false: flush, no merge.
+        segments.maintain_index(false)?;
+    }
+    let took_segments = started.elapsed().as_secs_f64();
+    let started = Instant::now();
+    let fresh = open(&fresh_db, Some(cap))?;
+    for (path, written) in &chunks {
+        import(&fresh, path, *written)?;
+    }
+    fresh.rebuild_index(IndexTable::Memories, &mut |_, _| {})?;
+    fresh.rebuild_index(IndexTable::Episodes, &mut |_, _| {})?;
+    let took_fresh = started.elapsed().as_secs_f64();
+    let started = Instant::now();
+    let live_tail = open(&tail_db, Some(cap))?;
+    for (path, written) in &chunks {
+        import(&live_tail, path, *written)?;
+    }
+    let took_tail = started.elapsed().as_secs_f64();
+    println!(
+        "  issue 16: a {tail}-row tail in {flushes} chunks; import + flushes {took_segments:.1} s, \
+         import + rebuild {took_fresh:.1} s, import alone {took_tail:.1} s"
+    );
+    let states = vec![
+        ("segments", segments),
+        ("fresh", fresh),
+        ("live_tail", live_tail),
+    ];
+    for (label, engine) in &states {
+        let status = engine.index_status()?;
+        let memories = status
+            .tables
+            .iter()
+            .find(|t| t.table == IndexTable::Memories)
+            .ok_or("no memories status")?;
+        let sizes: Vec<String> = memories
+            .segments
+            .iter()
+            .map(|s| format!("{}:{}", s.origin, s.rows))
+            .collect();
+        println!(
+            "  {label:<10} memories index: {} segments [{}], {} live rows, live tail {}",
+            memories.segments.len(),
+            sizes.join(" "),
+            memories.rows,
+            memories.live_tail
+        );
+    }
+    Ok(states)
+}
+
+/// Copies the store at `db` (the database, its WAL if any, its index directories: every entry
+/// beside it whose name starts with the file's) into `dir`; returns the copy's database path.
+fn copy_store(db: &Path, dir: &Path) -> BoxResult<PathBuf> {
+    fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
+        if from.is_dir() {
+            std::fs::create_dir_all(to)?;
+            for entry in std::fs::read_dir(from)? {
+                let entry = entry?;
+                copy_tree(&entry.path(), &to.join(entry.file_name()))?;
+            }
+            Ok(())
+        } else {
+            std::fs::copy(from, to).map(|_| ())
+        }
+    }
+    std::fs::create_dir_all(dir)?;
+    let name = db.file_name().ok_or("no file name")?.to_string_lossy();
+    let parent = db.parent().ok_or("no parent")?;
+    for entry in std::fs::read_dir(parent)? {
+        let entry = entry?;
+        if entry
+            .file_name()
+            .to_string_lossy()
+            .starts_with(name.as_ref())
+        {
+            copy_tree(&entry.path(), &dir.join(entry.file_name()))?;
+        }
+    }
+    Ok(dir.join(name.as_ref()))
+}
+
+/// Each query to every engine in turn (the order rotating per query and pass), `passes` times
+/// after one warm-up query each; prints p50/p95 per engine of the vector arm, the lexical arms,
+/// the stage total and the wall time of `Engine::recall`, the ratio of each engine to the
+/// second (`fresh`), and how many answers (ordered refs) equal the second's.
+fn interleaved(states: &[(&str, Engine)], queries: &[String], passes: usize) -> BoxResult<()> {
+    let n = states.len();
+    for (_, engine) in states {
+        engine.recall(&recall_query(&queries[0]))?;
+    }
+    // Per engine: vector, lexical, stage total, wall.
+    let mut samples: Vec<[Vec<f64>; 4]> = vec![Default::default(); n];
+    let mut same = vec![0usize; n];
+    let mut shape = vec![(0usize, 0usize); n];
+    for pass in 0..passes {
+        for (i, q) in queries.iter().enumerate() {
+            let mut answers = vec![None; n];
+            for k in 0..n {
+                let s = (i + pass + k) % n;
+                let started = Instant::now();
+                let r = states[s].1.recall(&recall_query(q))?;
+                let wall = started.elapsed().as_secs_f64() * 1e3;
+                let t = r.timings;
+                let total = t.vector_ms
+                    + t.lexical_ms
+                    + t.fusion_ms
+                    + t.hydrate_ms
+                    + t.gate_input_ms
+                    + t.embed_ms;
+                for (v, x) in samples[s]
+                    .iter_mut()
+                    .zip([t.vector_ms, t.lexical_ms, total, wall])
+                {
+                    v.push(x);
+                }
+                if let Some(m) = r.vector.tables.first() {
+                    shape[s] = (m.segments, m.tail_rows);
+                }
+                // The ordered refs: a message's confidence reads the recall credits and the
+                // clock, which differ between the copies (criterion ran them unequally).
+                let refs: Vec<String> = r
+                    .response
+                    .messages
+                    .iter()
+                    .map(|m| m.r#ref.to_string())
+                    .collect();
+                answers[s] = Some(refs);
+            }
+            for s in 0..n {
+                same[s] += usize::from(answers[s] == answers[1.min(n - 1)]);
+            }
+        }
+    }
+    let reference = 1.min(n - 1);
+    let p = |s: usize, m: usize, q: f64| pct(&mut samples[s][m].clone(), q);
+    println!(
+        "  interleaved, {passes} passes x {} queries, cap on; p50 / p95 ms (x {} p50 / p95)",
+        queries.len(),
+        states[reference].0
+    );
+    for (s, (label, _)) in states.iter().enumerate() {
+        let cells: Vec<String> = ["vector", "lexical", "total", "wall"]
+            .iter()
+            .enumerate()
+            .map(|(m, name)| {
+                format!(
+                    "{name} {:.2} / {:.2} (x{:.2} / x{:.2})",
+                    p(s, m, 0.5),
+                    p(s, m, 0.95),
+                    p(s, m, 0.5) / p(reference, m, 0.5),
+                    p(s, m, 0.95) / p(reference, m, 0.95)
+                )
+            })
+            .collect();
+        println!(
+            "  {label:<10} {} segments, {} tail rows | {} | ordered refs equal to {}: {}/{}",
+            shape[s].0,
+            shape[s].1,
+            cells.join(" | "),
+            states[reference].0,
+            same[s],
+            passes * queries.len()
+        );
+    }
     Ok(())
 }
 

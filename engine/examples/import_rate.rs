@@ -4,15 +4,26 @@
 //! rows with pre-computed 384-dim embeddings, first with every batch on the per-row FTS path
 //! (the triggers), then into a fresh store on the bulk path (`portability/bulk.rs`), so one run
 //! gives both. Run: `cargo run --release --workspace --example import_rate [rows] [both|bulk|per-row]`.
+//!
+//! `CPERSONA_BENCH_MAINTAIN_MS=500` runs, beside every timed engine, the background index
+//! upkeep `cpersona serve` runs (issue 16): every that many ms one `Engine::maintain_index`
+//! pass (flush, then merge unless `CPERSONA_BENCH_MAINTAIN_MERGE=false`), followed at once by
+//! the next while a pass finds work; the import line then also says how long after the import
+//! the index held every row. Unset, nothing maintains the index (as before issue 16, and as
+//! with an operator's schedule), so one binary gives both sides of the comparison.
 #![allow(clippy::print_stdout)]
 
 use std::io::Write;
 use std::sync::Arc;
-use std::time::Instant;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use cpersona_engine::embed::builtin::BuiltinEmbedder;
 use cpersona_engine::embed::{EmbedError, Embedder, EmbedderIdentity, HashEmbedder};
-use cpersona_engine::{Engine, EngineConfig, ImportRequest, StoreRequest, vector};
+use cpersona_engine::{
+    Engine, EngineConfig, ExportDir, ImportRequest, IndexTable, StoreRequest, vector,
+};
 
 const DIM: usize = 384;
 
@@ -105,7 +116,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let mut config = EngineConfig::new(dir.path().join(format!("import-{bulk_min_rows}.db")));
         config.max_import_bytes = 1 << 30;
         config.import_bulk_min_rows = bulk_min_rows;
-        let engine = Engine::open(config, embedder.clone())?;
+        // The import file lies beside the stores, not in their export folder.
+        config.export_dir = ExportDir::Operator;
+        let engine = Arc::new(Engine::open(config, embedder.clone())?);
+        let upkeep = Upkeep::start(&engine);
         let start = Instant::now();
         let cpu_start = cpu_seconds();
         let outcome = engine.import_memories(&ImportRequest {
@@ -125,14 +139,23 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             }
             _ => String::new(),
         };
+        let caught_up = match &upkeep {
+            Some(_) => format!(
+                ", index holding every row {}",
+                index_caught_up(&engine, n_import as u64, start)?
+            ),
+            None => String::new(),
+        };
+        let passes = upkeep.map(Upkeep::stop).transpose()?;
         println!(
-            "import, {label} ({n_import} rows, {DIM}-dim pre-computed embeddings, {:.0} MiB file): {:.2} s, {:.0} rows/s{cpu} (imported {}, embedded {}, queued {})",
+            "import, {label} ({n_import} rows, {DIM}-dim pre-computed embeddings, {:.0} MiB file): {:.2} s, {:.0} rows/s{cpu} (imported {}, embedded {}, queued {}){caught_up}{}",
             size as f64 / 1048576.0,
             secs,
             n_import as f64 / secs,
             outcome.imported_memories,
             outcome.embedded_rows,
-            outcome.queued_embeddings
+            outcome.queued_embeddings,
+            passes.map_or(String::new(), |p| format!(", {p} upkeep passes"))
         );
     }
     Ok(())
@@ -145,7 +168,8 @@ fn time_stores(
     label: &str,
     rows: usize,
 ) -> Result<(), Box<dyn std::error::Error>> {
-    let engine = Engine::open(EngineConfig::new(db.to_path_buf()), embedder)?;
+    let engine = Arc::new(Engine::open(EngineConfig::new(db.to_path_buf()), embedder)?);
+    let upkeep = Upkeep::start(&engine);
     let mut micros = Vec::with_capacity(rows);
     for i in 0..rows {
         let req = StoreRequest {
@@ -157,14 +181,87 @@ fn time_stores(
         engine.store(&req)?;
         micros.push(start.elapsed().as_micros());
     }
+    let passes = upkeep.map(Upkeep::stop).transpose()?;
     micros.sort_unstable();
     println!(
-        "store (1 row, {label} embedder, {rows} rows): p50 {} us, p90 {} us, p99 {} us",
+        "store (1 row, {label} embedder, {rows} rows): p50 {} us, p90 {} us, p99 {} us{}",
         micros[rows / 2],
         micros[rows * 9 / 10],
-        micros[rows * 99 / 100]
+        micros[rows * 99 / 100],
+        passes.map_or(String::new(), |p| format!(" ({p} upkeep passes beside)"))
     );
     Ok(())
+}
+
+/// `serve`'s background index upkeep on a thread, when `CPERSONA_BENCH_MAINTAIN_MS` is set.
+struct Upkeep {
+    stop: Arc<AtomicBool>,
+    thread: JoinHandle<Result<u64, String>>,
+}
+
+impl Upkeep {
+    fn start(engine: &Arc<Engine>) -> Option<Upkeep> {
+        let every: u64 = std::env::var("CPERSONA_BENCH_MAINTAIN_MS")
+            .ok()?
+            .parse()
+            .ok()?;
+        let merge = std::env::var("CPERSONA_BENCH_MAINTAIN_MERGE").map_or(true, |v| v != "false");
+        let stop = Arc::new(AtomicBool::new(false));
+        let (engine, flag) = (Arc::clone(engine), Arc::clone(&stop));
+        let thread = std::thread::spawn(move || {
+            let mut passes = 0u64;
+            while !flag.load(Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_millis(every));
+                // As `serve`: a pass that found work is followed at once by the next.
+                loop {
+                    passes += 1;
+                    match engine.maintain_index(merge) {
+                        Ok(outcome) if outcome.is_idle() => break,
+                        Ok(_) if flag.load(Ordering::Relaxed) => break,
+                        Ok(_) => {}
+                        Err(err) => return Err(err.to_string()),
+                    }
+                }
+            }
+            Ok(passes)
+        });
+        Some(Upkeep { stop, thread })
+    }
+
+    /// Stops the thread after its current pass; the passes it ran.
+    fn stop(self) -> Result<u64, Box<dyn std::error::Error>> {
+        self.stop.store(true, Ordering::Relaxed);
+        let passes = self.thread.join().map_err(|_| "upkeep thread panicked")??;
+        Ok(passes)
+    }
+}
+
+/// Waits (at most 10 minutes) until the memories index holds `rows` rows and no live tail;
+/// says how long after `start` that was.
+fn index_caught_up(
+    engine: &Engine,
+    rows: u64,
+    start: Instant,
+) -> Result<String, Box<dyn std::error::Error>> {
+    while start.elapsed() < Duration::from_secs(600) {
+        let status = engine.index_status()?;
+        let memories = status
+            .tables
+            .iter()
+            .find(|t| t.table == IndexTable::Memories);
+        if let Some(m) = memories
+            && m.rows >= rows
+            && m.live_tail == 0
+        {
+            return Ok(format!(
+                "{:.2} s after the import began ({} segments)",
+                start.elapsed().as_secs_f64(),
+                m.segments.len()
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Ok("not within 600 s".into())
 }
 
 /// User + system CPU seconds of this process so far (Linux `/proc/self/stat`, 100 ticks/s);

@@ -7,8 +7,10 @@ corpus through it once, writes one JSONL file (rows with `embedding_b64`), and f
 imports it into a fresh store of each server through MCP `import_memories` (stdio, the official
 `mcp` client). Both servers embed queries through the same embed-serve
 (CPERSONA_EMBEDDING_MODE=http), so a query costs each one HTTP round trip. After the import the
-Rust store's index generation is built with `cpersona index rebuild` (the operator's step);
-CPersona is used as shipped. Then each server answers the same queries (limit 10, gate and
+Rust store's index generation is built with `cpersona index rebuild` (the operator's step), or,
+with `--no-rebuild`, not at all: `serve` keeps its index fresh itself (issue 16), and the
+result records `cpersona index status` (read only) before and after the queries; CPersona is
+used as shipped. Then each server answers the same queries (limit 10, gate and
 autocut off so the top 10 is a ranking, not a cut), after a warm-up; we report recall
 round-trip p50/p95 per server, the ratio CPersona / cpersona-rs, and the mean overlap of their
 top-10 ids (|A ∩ B| / 10).
@@ -30,6 +32,7 @@ vary from run to run, so that is the baseline. This is the test that the seeding
 run it at a rung where the MCP import is affordable (1K).
 
 Usage: python driver.py --binary target/debug/cpersona --rungs 1000,10000 [--queries 200]
+       python driver.py --binary target/debug/cpersona --rungs 1000 --no-rebuild
        python driver.py --binary target/release/cpersona --rungs 1000 --fill direct --check-fill
        python driver.py --binary target/release/cpersona --rungs 100000 --fill direct
 """
@@ -135,8 +138,11 @@ def free_port():
 
 def base_env(db, embed_url):
     env = {k: v for k, v in os.environ.items() if not k.startswith("CPERSONA_")}
-    # The corpus file is not in the store's export folder: CPERSONA_EXPORT_DIR=/ is the old reach.
-    env.update(CPERSONA_DB_PATH=db, CPERSONA_EXPORT_DIR="/", CPERSONA_EMBEDDING_MODE="http", CPERSONA_EMBEDDING_URL=embed_url,
+    # Both servers confined to the rung's work folder, which holds the corpus file and the stores.
+    # (Not "/": CPersona 2.6.14 tests realpath(path).startswith(root + os.sep), "//" for "/",
+    # and refuses every path.)
+    env.update(CPERSONA_DB_PATH=db, CPERSONA_EXPORT_DIR=os.path.dirname(os.path.abspath(db)),
+               CPERSONA_EMBEDDING_MODE="http", CPERSONA_EMBEDDING_URL=embed_url,
                CPERSONA_MAX_IMPORT_BYTES=str(4 << 30), CPERSONA_FUSED_GATE_ENABLED="false",
                CPERSONA_AUTOCUT_ENABLED="false", RUST_LOG="warn")
     return env
@@ -254,6 +260,16 @@ def answers_check(a_run, b_run):
     }
 
 
+def index_status(binary, env):
+    """Our memories index as `cpersona index status` reports it (it reads, never writes)."""
+    done = subprocess.run([binary, "index", "status"], env=env, check=True,
+                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    tables = json.loads(done.stdout)["tables"]
+    m = next(t for t in tables if t["table"] == "memories")
+    return {"segments": len(m["segments"]), "rows": m["rows"], "live_tail": m["live_tail"],
+            "note": m.get("note")}
+
+
 async def rung(args, n, texts, vectors, qs, embed_url, out):
     work = os.path.join(out, f"work-{n}")
     subprocess.run(["rm", "-rf", work], check=True)
@@ -273,10 +289,15 @@ async def rung(args, n, texts, vectors, qs, embed_url, out):
     rs = StdioServerParameters(command=args.binary, args=["serve"], env=rs_env)
     py = StdioServerParameters(command=args.python, args=["-m", "cpersona"], env=py_env)
     rs_load = await load(rs, jsonl, n, "cpersona-rs")
-    t = time.perf_counter()
-    subprocess.run([args.binary, "index", "rebuild"], env=rs_env, check=True,
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    rs_index = time.perf_counter() - t
+    if args.no_rebuild:
+        # The default path: no operator step; serve's own upkeep builds and flushes the index.
+        rs_index = None
+    else:
+        t = time.perf_counter()
+        subprocess.run([args.binary, "index", "rebuild"], env=rs_env, check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        rs_index = time.perf_counter() - t
+    rs_index_before = index_status(args.binary, rs_env)
     py_load = await fill_cpersona(args, py, py_env, jsonl, n)
     servers = [(rs, "cpersona-rs"), (py, "CPersona")]
     if args.check_fill:
@@ -294,12 +315,14 @@ async def rung(args, n, texts, vectors, qs, embed_url, out):
         servers += [(mcp[0], "CPersona (MCP-filled)"), (mcp[1], "CPersona (MCP-filled, 2)")]
     load_before = os.getloadavg()
     runs = await measure(servers, qs)
+    rs_index_after = index_status(args.binary, rs_env)
     (rs_ms, rs_top, _), (py_ms, py_top, _) = runs[0], runs[1]
     overlap = sum(len(a & b) / 10 for a, b in zip(rs_top, py_top)) / max(1, len(rs_top))
     result = {
         "rows": n, "queries": len(rs_ms), "fill": args.fill,
         "settings": {"both": args.set, "rs_only": args.rs_set},
         "rs": {"import_s": rs_load, "index_rebuild_s": rs_index,
+               "index_before_queries": rs_index_before, "index_after_queries": rs_index_after,
                "recall_p50_ms": pct(rs_ms, 0.5), "recall_p95_ms": pct(rs_ms, 0.95)},
         "cpersona": {("import_s" if args.fill == "mcp" else "direct_seed"): py_load,
                      "recall_p50_ms": pct(py_ms, 0.5), "recall_p95_ms": pct(py_ms, 0.95)},
@@ -334,6 +357,9 @@ async def main():
                    help="a CPERSONA_* setting for cpersona-rs only (repeatable)")
     p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                    help="a CPERSONA_* setting for both servers (repeatable)")
+    p.add_argument("--no-rebuild", action="store_true",
+                   help="no `cpersona index rebuild` after our import: serve keeps the index "
+                        "fresh itself (the default path a user runs)")
     args = p.parse_args()
     if any("=" not in kv for kv in args.rs_set + args.set):
         p.error("--rs-set and --set take NAME=VALUE")
@@ -388,8 +414,12 @@ async def main():
                    (f"CPersona direct seed {r['cpersona']['direct_seed']['total_s']:.1f} s, of which "
                    f"do_import_memories {r['cpersona']['direct_seed']['do_import_memories_s']:.1f} s"
                    " (not its MCP import time)"))
-        print(f"{r['rows']:>8} rows: ours MCP import {r['rs']['import_s']:.1f} s + index rebuild "
-              f"{r['rs']['index_rebuild_s']:.1f} s; {py_fill}; load {r['loadavg_1m_before_after']}")
+        rebuild = r["rs"]["index_rebuild_s"]
+        rebuild = "no index rebuild" if rebuild is None else f"index rebuild {rebuild:.1f} s"
+        print(f"{r['rows']:>8} rows: ours MCP import {r['rs']['import_s']:.1f} s + {rebuild}; "
+              f"{py_fill}; load {r['loadavg_1m_before_after']}")
+        print(f"{'':>8} our memories index before the queries {r['rs']['index_before_queries']}, "
+              f"after {r['rs']['index_after_queries']}")
         if "fill_check" in r:
             print(f"{'':>8} fill check: {json.dumps(r['fill_check'])}")
     print(f"wrote {os.path.join(out, 'side_by_side.json')}")

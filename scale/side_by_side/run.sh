@@ -5,7 +5,8 @@
 # e.g. --rs-set NAME=VALUE (a setting for cpersona-rs only), --set NAME=VALUE (for both servers,
 # e.g. CPERSONA_MAX_MEMORIES=200000, the vector scan window), --fill direct (seed CPersona's store
 # with its own import code in-process instead of its quadratic MCP import: the 100K rung),
-# --fill direct --check-fill (also fill it through MCP and compare: run at 1000).
+# --fill direct --check-fill (also fill it through MCP and compare: run at 1000),
+# --no-rebuild (no `cpersona index rebuild` after our import: serve keeps its index fresh itself).
 # Set CPERSONA_MODEL_DIR to the MiniLM folder to share MiniLM; otherwise the hash embedder.
 # Set CPERSONA_BIN to a built binary (the optimised one: target/release/cpersona after
 # `cargo build --profile bench --workspace --bin cpersona`) to skip the dev build.
