@@ -707,6 +707,7 @@ fn r18_text_over_the_limit_is_refused_whole_never_cut() {
         .update_memory(&UpdateMemoryRequest {
             memory_id: id,
             content: long.clone(),
+            agent_id: "a".into(),
             ..Default::default()
         })
         .unwrap_err();
