@@ -99,13 +99,7 @@ impl WithSimd for Linear<'_> {
 
 /// The `C` output columns of weight rows `w` for every row of `x`, column-major into `out`.
 #[inline(always)]
-fn columns<S: Simd, const C: usize>(
-    simd: S,
-    x: &[f32],
-    k: usize,
-    w: [&[f32]; C],
-    out: &mut [f32],
-) {
+fn columns<S: Simd, const C: usize>(simd: S, x: &[f32], k: usize, w: [&[f32]; C], out: &mut [f32]) {
     let rows = x.len() / k;
     let blocks = x.chunks_exact(ROWS * k);
     let tail = blocks.remainder();
