@@ -289,6 +289,101 @@ fn matmul_report() -> candle_core::Result<()> {
     Ok(())
 }
 
+/// `nn::linear` against candle's matmul (gemm) at the model's four linear shapes for inputs of
+/// `rows` rows: per product, wall and CPU microseconds, interleaved rep by rep so both see the
+/// same load. gemm runs as the encoder calls it for many rows, on a transposed view of the
+/// checkpoint's `out × in` weight, and as it ran before, on a contiguous transpose.
+fn linear_report() -> candle_core::Result<()> {
+    use candle_core::{Device, Tensor};
+    let device = Device::Cpu;
+    let linear = [(384, 1152), (384, 384), (384, 1536), (1536, 384)];
+    let mut rng = StdRng::seed_from_u64(3);
+    println!(
+        "linear rows in x out   kernel wall/cpu us   gemm(view) wall/cpu us   gemm(contig) wall/cpu us"
+    );
+    for rows in [1, 4, 8, 16, 24, 32, 48, 64, 96, 128, 256] {
+        for &(input, output) in &linear {
+            let x: Vec<f32> = (0..rows * input)
+                .map(|_| rng.random_range(-1.0..1.0))
+                .collect();
+            let w: Vec<f32> = (0..output * input)
+                .map(|_| rng.random_range(-0.1..0.1))
+                .collect();
+            let weight = Tensor::from_slice(&w, (output, input), &device)?;
+            let weight_t = weight.t()?.contiguous()?;
+            let view = weight.t()?;
+            let kernel = || -> candle_core::Result<()> {
+                std::hint::black_box(cpersona_index::nn::linear(&x, &w, input));
+                Ok(())
+            };
+            let gemm = |rhs: &Tensor| -> candle_core::Result<()> {
+                let lhs = Tensor::from_slice(&x, (rows, input), &device)?;
+                std::hint::black_box(lhs.matmul(rhs)?.flatten_all()?.to_vec1::<f32>()?);
+                Ok(())
+            };
+            // About 0.1 s of each at 50 GFLOP/s, at least 5 reps.
+            let reps = ((2.5e9 / (rows * input * output) as f64) as usize).clamp(5, 2000);
+            let mut spent = [(0f64, 0f64); 3];
+            for _ in 0..reps {
+                for (which, total) in spent.iter_mut().enumerate() {
+                    let cpu = cpu_seconds();
+                    let started = Instant::now();
+                    match which {
+                        0 => kernel()?,
+                        1 => gemm(&view)?,
+                        _ => gemm(&weight_t)?,
+                    }
+                    total.0 += started.elapsed().as_secs_f64();
+                    total.1 += cpu.zip(cpu_seconds()).map_or(0.0, |(b, a)| a - b);
+                }
+            }
+            let us = |(wall, cpu): (f64, f64)| {
+                format!(
+                    "{:>8.0} {:>8.0}",
+                    wall * 1e6 / reps as f64,
+                    cpu * 1e6 / reps as f64
+                )
+            };
+            println!(
+                "linear {rows:>4} {input:>4}x{output:<4} {}   {}   {}",
+                us(spent[0]),
+                us(spent[1]),
+                us(spent[2])
+            );
+        }
+    }
+    Ok(())
+}
+
+/// One short text at a time, each call timed: p50 and p90 wall milliseconds per text, and CPU
+/// milliseconds per text, over `rounds` passes of the 64 short texts.
+fn latency_report(embedder: &dyn Embedder, rounds: usize) {
+    let (short, _) = workload();
+    let mut walls = Vec::with_capacity(short.len() * rounds);
+    embedder.embed(&[short[0].as_str()]).expect("embed");
+    let cpu_before = cpu_seconds();
+    for _ in 0..rounds {
+        for text in &short {
+            let started = Instant::now();
+            embedder.embed(&[text.as_str()]).expect("embed");
+            walls.push(started.elapsed().as_secs_f64() * 1e3);
+        }
+    }
+    let cpu = cpu_before.zip(cpu_seconds()).map_or_else(
+        || "?".to_owned(),
+        |(b, a)| format!("{:.2}", (a - b) * 1e3 / walls.len() as f64),
+    );
+    walls.sort_by(f64::total_cmp);
+    let at = |q: f64| walls[((walls.len() - 1) as f64 * q) as usize];
+    println!(
+        "builtin  one short text: p50 {:.2} ms, p90 {:.2} ms, min {:.2} ms wall, {cpu} cpu-ms/text ({} texts)",
+        at(0.5),
+        at(0.9),
+        walls[0],
+        walls.len()
+    );
+}
+
 fn main() {
     println!(
         "embed bench: candle threads {}, {} logical cpus",
@@ -301,6 +396,16 @@ fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.iter().any(|arg| arg == "matmul") {
         matmul_report().expect("matmul");
+        return;
+    }
+    if args.iter().any(|arg| arg == "linear") {
+        linear_report().expect("linear");
+        return;
+    }
+    if args.iter().any(|arg| arg == "latency") {
+        let dir = std::env::var_os("CPERSONA_MODEL_DIR").expect("CPERSONA_MODEL_DIR");
+        let embedder = BuiltinEmbedder::load(std::path::Path::new(&dir)).expect("model");
+        latency_report(&embedder, 5);
         return;
     }
     if args.iter().any(|arg| arg == "texts") {

@@ -1,5 +1,6 @@
 //! Fused f32 kernels for the engine's builtin BERT encoder: bias + GELU, bias + residual +
-//! layer norm, and per-text multi-head attention over packed `[Q | K | V]` rows.
+//! layer norm, per-text multi-head attention over packed `[Q | K | V]` rows, and the linear
+//! layers' product for inputs of few rows (`linear.rs`).
 //!
 //! They live here, not in the engine, because this crate is optimised even in dev builds
 //! (`cargo run`, the tests) and already dispatches through pulp: each body is plain Rust that
@@ -13,6 +14,10 @@
 
 use pulp::{Arch, Simd, WithSimd};
 use rayon::prelude::*;
+
+mod linear;
+
+pub use linear::linear;
 
 /// Elements one rayon task handles at least; below this the split costs more than it saves.
 const MIN_TASK_ELEMENTS: usize = 16 * 1024;

@@ -4,7 +4,9 @@
 //! projections (Q, K, V) where one does. Here the texts of a batch lie back to back as rows of
 //! one matrix, so every linear layer is one matrix product over real tokens only, Q, K and V
 //! come from one fused product, and attention runs per text (no mask: a text only ever sees
-//! its own tokens). The matrix products are candle's (gemm); everything between them runs in
+//! its own tokens). The linear products are `cpersona_index::nn::linear` for a few rows (one
+//! short text: each weight row read once, no packing) and candle's (gemm) for more;
+//! everything between them runs in
 //! `cpersona_index::nn`'s fused kernels over plain `Vec<f32>` rows: bias + GELU in one pass,
 //! bias + residual + layer norm in one pass, attention per text and head in parallel with its
 //! softmax inline. candle's element-wise ops would each allocate a tensor, run a libm call per
@@ -12,7 +14,7 @@
 //! vectors match the reference to 1e-5 (engine embed tests).
 //! It never normalises: the embedder does that.
 
-use candle_core::{Device, Result, Tensor};
+use candle_core::{Device, Result, Storage, Tensor};
 use candle_nn::VarBuilder;
 use candle_transformers::models::bert::{Config as BertConfig, HiddenAct};
 use cpersona_index::nn::{self, AttentionShape};
@@ -48,17 +50,23 @@ impl Norm {
     }
 }
 
-/// A linear layer stored transposed and contiguous (`in × out`), so the product needs no
-/// copy of the weight. The product leaves the bias out: the fused kernel after it adds it.
+/// Input rows up to which a linear layer runs `nn::linear` (weight rows streamed once, no
+/// packing) rather than candle's matmul (gemm, which packs the whole weight matrix per call
+/// and wins only when many rows share each packed panel). Measured with `embed linear`.
+const SMALL_ROWS: usize = 32;
+
+/// A linear layer in the checkpoint's `out × in` layout, one copy used by both products:
+/// `nn::linear` reads its rows, gemm a transposed view of it. The product leaves the bias
+/// out: the fused kernel after it adds it.
 struct Dense {
-    weight_t: Tensor,
+    weight: Tensor,
     bias: Vec<f32>,
 }
 
 impl Dense {
     fn from_parts(weight: &Tensor, bias: &Tensor) -> Result<Self> {
         Ok(Self {
-            weight_t: weight.t()?.contiguous()?,
+            weight: weight.contiguous()?,
             bias: vector(bias)?,
         })
     }
@@ -70,11 +78,23 @@ impl Dense {
         )
     }
 
-    /// `x · W` without the bias, for `x` of rows of the layer's input width.
+    /// `x · Wᵀ` without the bias, for `x` of rows of the layer's input width.
     fn product(&self, x: &[f32], device: &Device) -> Result<Vec<f32>> {
-        let input = self.weight_t.dim(0)?;
-        let x = Tensor::from_slice(x, (x.len() / input, input), device)?;
-        x.matmul(&self.weight_t)?.flatten_all()?.to_vec1::<f32>()
+        let (output, input) = self.weight.dims2()?;
+        let rows = x.len() / input;
+        if rows <= SMALL_ROWS {
+            let (storage, layout) = self.weight.storage_and_layout();
+            let Storage::Cpu(cpu) = &*storage else {
+                candle_core::bail!("the builtin encoder runs on the CPU only");
+            };
+            let start = layout.start_offset();
+            let Some(weight) = cpu.as_slice::<f32>()?.get(start..start + output * input) else {
+                candle_core::bail!("a linear weight is shorter than its shape");
+            };
+            return Ok(nn::linear(x, weight, input));
+        }
+        let x = Tensor::from_slice(x, (rows, input), device)?;
+        x.matmul(&self.weight.t()?)?.flatten_all()?.to_vec1::<f32>()
     }
 }
 
@@ -192,6 +212,15 @@ impl Encoder {
     /// packed as rows of `hidden` floats: text `i` owns rows
     /// `offsets[i]..offsets[i] + sequences[i].len()`.
     pub(crate) fn forward(&self, sequences: &[&[u32]]) -> Result<(Vec<f32>, Vec<usize>)> {
+        // The whole pass runs on one rayon worker: every parallel step inside (about eight a
+        // layer) then forks from inside the pool, where an idle sibling steals the other half
+        // or the worker runs it itself. Called from outside, each step would hand its work to
+        // the pool and wait for a worker to wake: on a loaded machine that wait cost more
+        // than the step.
+        rayon::scope(|_| self.forward_in_pool(sequences))
+    }
+
+    fn forward_in_pool(&self, sequences: &[&[u32]]) -> Result<(Vec<f32>, Vec<usize>)> {
         let h = self.hidden;
         let total: usize = sequences.iter().map(|s| s.len()).sum();
         let mut hidden = Vec::with_capacity(total * h);

@@ -87,16 +87,22 @@ fn builtin_matches_pytorch_reference_batched_and_alone() {
     let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
     let batched = embedder.embed(&refs).expect("embed");
     assert_eq!(batched.len(), expected.len());
+    let mut worst_batched = 0f32;
     for (i, (got, want)) in batched.iter().zip(&expected).enumerate() {
         let diff = max_abs_diff(got, want);
         assert!(diff <= 1e-5, "text {i} {:?}: max |Δ| {diff:e}", &texts[i]);
+        worst_batched = worst_batched.max(diff);
     }
-    // Alone (no padding) must agree too: the empty string and one truncated text.
-    for i in [4, texts.len() - 1] {
+    // Alone must agree too, every text: a short one alone has few enough rows for the
+    // encoder's small-input product (`nn::linear`), a batch or a truncated text goes to gemm.
+    let mut worst = 0f32;
+    for (i, want) in expected.iter().enumerate() {
         let alone = embedder.embed(&[refs[i]]).expect("embed one");
-        let diff = max_abs_diff(&alone[0], &expected[i]);
+        let diff = max_abs_diff(&alone[0], want);
         assert!(diff <= 1e-5, "text {i} alone: max |Δ| {diff:e}");
+        worst = worst.max(diff);
     }
+    eprintln!("builtin vs reference: max |Δ| {worst_batched:e} batched, {worst:e} alone");
 }
 
 #[test]
