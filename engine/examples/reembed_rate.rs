@@ -3,7 +3,11 @@
 //! restart, and re-embedded by the same steps `serve` runs in the background (64 rows each,
 //! a 20 ms pause between steps). Prints rows/s for short texts and for texts that fill the
 //! 256-token window, and recall p50/p95 (MiniLM query embedding included) before the
-//! re-embedding, while it runs (a second thread recalls without pause) and after it.
+//! re-embedding, while it runs (a second thread recalls without pause) and after it. A third
+//! thread runs `serve`'s index upkeep throughout (`maintain_index` with merging, every 500 ms
+//! and at once again while a pass finds work), so the index follows the re-embedding as it
+//! does for a user; "after" starts once the index holds every row again, and says how long
+//! after the last step that was.
 //!
 //! Run: `cargo build --workspace --example reembed_rate && CPERSONA_MODEL_DIR=$PWD/target/test-deps/all-MiniLM-L6-v2 target/debug/examples/reembed_rate [short_rows] [long_rows]`
 //! (defaults 2,000 and 200). The dev profile builds gemm and the index crate optimised.
@@ -15,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use cpersona_engine::embed::builtin::BuiltinEmbedder;
 use cpersona_engine::embed::{Embedder, HashEmbedder};
-use cpersona_engine::{Engine, EngineConfig, RecallQuery, StoreRequest};
+use cpersona_engine::{Engine, EngineConfig, IndexTable, RecallQuery, StoreRequest};
 
 /// Rows per step and the pause between steps: `serve`'s background task's pace.
 const STEP_ROWS: usize = 64;
@@ -90,6 +94,7 @@ fn run(
         }
     }
     let engine = Arc::new(Engine::open(EngineConfig::new(&path), model.clone())?);
+    let upkeep = Upkeep::start(&engine);
     let start = engine.reembed_progress()?;
     println!(
         "{label}: {rows} rows of ~{words} words, {} to re-embed from {}",
@@ -134,8 +139,65 @@ fn run(
         embedded as f64 / seconds
     );
     summary("during", during);
+    let waited = Instant::now();
+    loop {
+        let status = engine.index_status()?;
+        if status.tables.iter().any(|t| {
+            t.table == IndexTable::Memories
+                && t.live_tail == 0
+                && t.note.is_none()
+                && t.rows == rows as u64
+        }) {
+            break;
+        }
+        if waited.elapsed() > Duration::from_secs(120) {
+            return Err("the index upkeep did not catch up in 120 s".into());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    println!(
+        "  index holds every row {:.2} s after the last step",
+        waited.elapsed().as_secs_f64()
+    );
     summary("after", (0..20).map(|i| recall_ms(&engine, i)).collect());
+    upkeep.stop()?;
     Ok(())
+}
+
+/// `serve`'s background index upkeep on a thread.
+struct Upkeep {
+    stop: Arc<AtomicBool>,
+    thread: std::thread::JoinHandle<Result<(), String>>,
+}
+
+impl Upkeep {
+    fn start(engine: &Arc<Engine>) -> Upkeep {
+        let stop = Arc::new(AtomicBool::new(false));
+        let (engine, flag) = (Arc::clone(engine), Arc::clone(&stop));
+        let thread = std::thread::spawn(move || {
+            while !flag.load(Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_millis(500));
+                loop {
+                    match engine.maintain_index(true) {
+                        Ok(outcome) if outcome.is_idle() => break,
+                        Ok(_) if flag.load(Ordering::Relaxed) => break,
+                        Ok(_) => {}
+                        Err(err) => return Err(err.to_string()),
+                    }
+                }
+            }
+            Ok(())
+        });
+        Upkeep { stop, thread }
+    }
+
+    fn stop(self) -> Result<(), Box<dyn std::error::Error>> {
+        self.stop.store(true, Ordering::Relaxed);
+        match self.thread.join() {
+            Ok(result) => Ok(result?),
+            Err(_) => Err("the upkeep thread panicked".into()),
+        }
+    }
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {

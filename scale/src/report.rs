@@ -73,7 +73,7 @@ pub struct Rung {
     pub window_cut_share: f64,
     /// Per stage of [`STAGES`], in that order.
     pub stages: Vec<Pct>,
-    /// Process peak RSS after the rung (VmHWM), bytes; monotone over a run.
+    /// Process peak RSS during the rung (VmHWM, reset at its start where Linux allows), bytes.
     pub peak_rss_bytes: u64,
     /// SQLite database on disk (main file + WAL), bytes.
     pub db_bytes: u64,
