@@ -202,6 +202,20 @@ async def measure(servers, qs):
         return out
 
 
+async def our_stages(params, qs):
+    """Where our recall spends its time: the same queries again, traced, after the timed
+    run (so the trace costs nothing there). Median ms per stage of the trace's `timing_ms`."""
+    async def go(session):
+        per = {}
+        for q in qs[WARMUP:]:
+            body = await call(session, "recall",
+                              {"agent_id": AGENT, "query": q, "limit": 10, "trace": True})
+            for stage, ms in (body.get("trace") or {}).get("timing_ms", {}).items():
+                per.setdefault(stage, []).append(ms)
+        return {stage: round(pct(ms, 0.5), 3) for stage, ms in sorted(per.items())}
+    return await session_run(params, go)
+
+
 def table_digests(db):
     """sha256 of every ordinary table's rows (sorted), by table: FTS shadow tables included.
     schema_version is read without its applied_at, the wall-clock time the store was created."""
@@ -316,6 +330,7 @@ async def rung(args, n, texts, vectors, qs, embed_url, out):
     load_before = os.getloadavg()
     runs = await measure(servers, qs)
     rs_index_after = index_status(args.binary, rs_env)
+    rs_stages = await our_stages(rs, qs)
     (rs_ms, rs_top, _), (py_ms, py_top, _) = runs[0], runs[1]
     overlap = sum(len(a & b) / 10 for a, b in zip(rs_top, py_top)) / max(1, len(rs_top))
     result = {
@@ -323,7 +338,8 @@ async def rung(args, n, texts, vectors, qs, embed_url, out):
         "settings": {"both": args.set, "rs_only": args.rs_set},
         "rs": {"import_s": rs_load, "index_rebuild_s": rs_index,
                "index_before_queries": rs_index_before, "index_after_queries": rs_index_after,
-               "recall_p50_ms": pct(rs_ms, 0.5), "recall_p95_ms": pct(rs_ms, 0.95)},
+               "recall_p50_ms": pct(rs_ms, 0.5), "recall_p95_ms": pct(rs_ms, 0.95),
+               "traced_stage_p50_ms": rs_stages},
         "cpersona": {("import_s" if args.fill == "mcp" else "direct_seed"): py_load,
                      "recall_p50_ms": pct(py_ms, 0.5), "recall_p95_ms": pct(py_ms, 0.95)},
         "ratio_p50_cpersona_over_rs": pct(py_ms, 0.5) / pct(rs_ms, 0.5),
@@ -420,6 +436,7 @@ async def main():
               f"{py_fill}; load {r['loadavg_1m_before_after']}")
         print(f"{'':>8} our memories index before the queries {r['rs']['index_before_queries']}, "
               f"after {r['rs']['index_after_queries']}")
+        print(f"{'':>8} our recall's stages (p50 ms, traced pass): {r['rs']['traced_stage_p50_ms']}")
         if "fill_check" in r:
             print(f"{'':>8} fill check: {json.dumps(r['fill_check'])}")
     print(f"wrote {os.path.join(out, 'side_by_side.json')}")
