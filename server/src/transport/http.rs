@@ -63,7 +63,7 @@ pub enum HttpStartError {
     )]
     NoToken,
     /// The token is not printable ASCII, too short or easy to guess.
-    #[error(transparent)]
+    #[error("CPERSONA_AUTH_TOKEN: {0}")]
     WeakToken(#[from] WeakToken),
 }
 
