@@ -432,3 +432,44 @@ fn r19_an_acl_file_other_users_can_read_stops_the_server() {
     assert!(CLIENTS.iter().all(|(_, token, _)| !stderr.contains(token)));
     assert!(!dir.path().join("store").exists(), "the store was opened");
 }
+
+/// `token new` prints a token and the entry for it; that entry, as the whole file, serves:
+/// the token is that client, with exactly the grants asked for.
+#[test]
+fn r19_token_new_entries_load_as_an_acl_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = crate::binary::cpersona_in(dir.path())
+        .args([
+            "token",
+            "new",
+            "--client",
+            "dashboard",
+            "--grant",
+            "alice=read",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let (token, entry) = stdout.split_once('\n').unwrap();
+    let entry: Value = serde_json::from_str(entry).unwrap();
+    let path = dir.path().join("acl.json");
+    std::fs::write(&path, json!({"clients": [entry]}).to_string()).unwrap();
+    private(&path);
+    let raw = RawHttp::spawn_with(bin(), &[("CPERSONA_ACL_FILE", path.to_str().unwrap())]);
+    let verdicts: Vec<Value> = [
+        ("recall", json!({"agent_id": "alice", "query": "tea"})),
+        ("store", json!({"agent_id": "alice", "content": "tea"})),
+        ("list_memories", json!({"agent_id": "bob"})),
+    ]
+    .iter()
+    .map(|(tool, args)| tool_body(&call(&raw, Some(token), tool, args), tool).1["error"].clone())
+    .collect();
+    assert_ne!(verdicts[0], "permission_denied", "{verdicts:?}");
+    assert_eq!(verdicts[1], "permission_denied", "{verdicts:?}");
+    assert_eq!(verdicts[2], "permission_denied", "{verdicts:?}");
+}
