@@ -102,8 +102,19 @@ shares (an import brings in every agent its file names), so the call is not conf
 agent";
 const PAUSE: &str = "a pause or resume switches writes for a whole session bucket of this \
 process, not one agent's data, so no argument narrows it";
-const HEALTH_FIX: &str = "check_health with fix=true runs repairs whose effect reaches every \
-agent (full-text index, embedding queue, duplicates)";
+const HEALTH_FIX: &str = "check_health with fix=true runs a repair whose effect reaches every \
+agent (the full-text index is one for all agents; queueing embeddings drains the whole queue), \
+so no agent_id narrows it; naming only duplicate_content in `checks` does";
+
+/// The checks whose `fix` writes beyond the agent named: `fts_integrity` rebuilds a full-text
+/// table every agent shares, and the embedding repairs end by draining the whole queue. Only
+/// `duplicate_content` stays inside its agent (engine `health/repair.rs`).
+const CROSS_AGENT_FIXES: &[&str] = &[
+    "fts_integrity",
+    "null_embedding",
+    "null_episode_embedding",
+    "stale_pending_tasks",
+];
 
 /// Every tool and its class, CPersona 2.6.14's table restricted to the tools served here.
 const CLASSIFICATION: &[(&str, Class)] = &[
@@ -163,10 +174,13 @@ pub fn demands(tool: &str, args: &Map<String, Value>) -> Option<Vec<Demand>> {
                 demand(agent_arg(args, "target_agent_id"), WRITE),
             ]
         }
-        Class::Health if args.get("fix") == Some(&Value::Bool(true)) => vec![
-            demand(agent_arg(args, "agent_id"), WRITE),
-            demand(Scope::Every, WRITE),
-        ],
+        Class::Health if args.get("fix") == Some(&Value::Bool(true)) => {
+            let mut demands = vec![demand(agent_arg(args, "agent_id"), WRITE)];
+            if fixes_across_agents(args) {
+                demands.push(demand(Scope::Every, WRITE));
+            }
+            demands
+        }
         Class::Health => vec![demand(agent_arg(args, "agent_id"), READ)],
     })
 }
@@ -267,6 +281,19 @@ pub fn decide(
         return deny(client_id, Some(agent), Some(demand.required), detail);
     }
     Decision::Allow { resolved_agent_id }
+}
+
+/// Whether `check_health(fix=true)` may run a repair of [`CROSS_AGENT_FIXES`]: `checks`
+/// absent or empty runs them all (as in CPersona), and a name that is not a string counts.
+fn fixes_across_agents(args: &Map<String, Value>) -> bool {
+    match args.get("checks") {
+        Some(Value::Array(checks)) if !checks.is_empty() => checks.iter().any(|check| {
+            check
+                .as_str()
+                .is_none_or(|name| CROSS_AGENT_FIXES.contains(&name))
+        }),
+        _ => true,
+    }
 }
 
 fn class_of(tool: &str) -> Option<Class> {

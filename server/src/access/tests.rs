@@ -270,6 +270,16 @@ fn tools_demand_what_cpersona_classifies() {
             vec![on("a", ReadWrite), every(ReadWrite)],
         ),
         (
+            "check_health",
+            json!({"agent_id": "a", "fix": true, "checks": ["fts_integrity"]}),
+            vec![on("a", ReadWrite), every(ReadWrite)],
+        ),
+        (
+            "check_health",
+            json!({"agent_id": "a", "fix": true, "checks": ["duplicate_content"]}),
+            vec![on("a", ReadWrite)],
+        ),
+        (
             "persistence_status",
             json!({}),
             vec![Demand {
@@ -406,8 +416,9 @@ fn call() -> impl Strategy<Value = (String, Map<String, Value>)> {
         agent_value(),
         any::<bool>(),
         any::<bool>(),
+        any::<bool>(),
     )
-        .prop_map(|(tool, agent, source, target, fix, moving)| {
+        .prop_map(|(tool, agent, source, target, fix, moving, own_checks)| {
             let mut args = Map::new();
             for (key, value) in [
                 ("agent_id", agent),
@@ -421,6 +432,9 @@ fn call() -> impl Strategy<Value = (String, Map<String, Value>)> {
             args.insert("fix".to_owned(), json!(fix));
             if moving {
                 args.insert("mode".to_owned(), json!("move"));
+            }
+            if own_checks {
+                args.insert("checks".to_owned(), json!(["duplicate_content"]));
             }
             (tool.to_owned(), args)
         })
@@ -438,7 +452,12 @@ fn reached(tool: &str, args: &Map<String, Value>, agent: &str) -> bool {
         "persistence_status" | "get_queue_status" | "get_operating_context" => false,
         "pause_persistence" | "resume_persistence" | "export_memories" | "import_memories" => true,
         "merge_memories" => names("source_agent_id") || names("target_agent_id"),
-        "check_health" if args.get("fix") == Some(&json!(true)) => true,
+        "check_health"
+            if args.get("fix") == Some(&json!(true))
+                && args.get("checks") != Some(&json!(["duplicate_content"])) =>
+        {
+            true
+        }
         _ => names("agent_id"),
     }
 }

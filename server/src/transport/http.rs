@@ -1,8 +1,9 @@
 //! Streamable HTTP at `/mcp`: CPersona's CORS outermost (`http/cors.rs`: a preflight is
 //! answered before the token check, a disallowed origin gets no grant), then a bearer token
 //! checked in constant time before anything else (401 with nothing written on a missing or
-//! wrong token; the scheme read case-insensitively, `http/token.rs`), a request body limit, and
-//! the Origin/Host checks the MCP spec asks for against DNS rebinding. It refuses to start
+//! wrong token; the scheme read case-insensitively, `http/token.rs`; in ACL mode any client's
+//! token, whose `Principal` then travels with the request to the tool layer), a request body
+//! limit, and the Origin/Host checks the MCP spec asks for against DNS rebinding. It refuses to start
 //! without a token unless unauthenticated HTTP was asked for explicitly, and with a token that
 //! is not printable ASCII or is easy to guess.
 //!

@@ -67,8 +67,10 @@ const TABLE: &[(&str, &str)] = &[
     ("set_recall_precision", "DDAADA"),
     ("get_recall_precision", "DAAADA"),
     ("check_health", "DAAADA"),
-    // fix=true repairs for every agent: read-write on `*`.
+    // fix=true runs repairs that reach every agent: read-write on `*`...
     ("check_health+fix", "DDDADD"),
+    // ...unless `checks` names only the one that stays inside its agent.
+    ("check_health+fix-own", "DDAADA"),
     // Read on the source (bob: only the wildcard reaches him), read-write on the target.
     ("merge_memories", "DDDADD"),
     // Export and import demand read-write on every agent.
@@ -207,6 +209,9 @@ fn args_for(raw: &RawHttp, tool: &str, export_dir: &Path) -> Value {
         "calibrate_threshold" => json!({"agent_id": "alice"}),
         "set_recall_precision" => json!({"agent_id": "alice", "precision": "balanced"}),
         "check_health+fix" => json!({"agent_id": "alice", "fix": true}),
+        "check_health+fix-own" => {
+            json!({"agent_id": "alice", "fix": true, "checks": ["duplicate_content"]})
+        }
         "merge_memories" => {
             setup(
                 raw,
