@@ -107,6 +107,9 @@ pub struct HttpConfig {
     pub extra_allowed_origins: Vec<String>,
     /// `Host` values allowed besides the loopback ones (`CPERSONA_HTTP_ALLOWED_HOSTS`).
     pub extra_allowed_hosts: Vec<String>,
+    /// The ACL file (`CPERSONA_ACL_FILE`): per-client tokens and per-agent grants, read and
+    /// validated at `serve` start-up (`access::load`); it replaces `auth_token` over HTTP.
+    pub acl_file: Option<PathBuf>,
     /// The address from `CPERSONA_TRANSPORT=streamable-http` + `CPERSONA_HTTP_HOST`/`_PORT`,
     /// used when `serve` gets no `--http` flag.
     pub env_bind: Option<SocketAddr>,
@@ -367,6 +370,7 @@ fn parse_http(env: &Env) -> Result<HttpConfig> {
         max_body_bytes: env.int("CPERSONA_HTTP_MAX_BODY_BYTES", 4_194_304, 1024, 1 << 30)? as usize,
         extra_allowed_origins: env.list("CPERSONA_HTTP_ALLOWED_ORIGINS"),
         extra_allowed_hosts: env.list("CPERSONA_HTTP_ALLOWED_HOSTS"),
+        acl_file: env.get("CPERSONA_ACL_FILE").map(PathBuf::from),
         env_bind,
     })
 }

@@ -3,6 +3,7 @@
 //! logic (that is the engine's).
 #![forbid(unsafe_code)]
 
+pub mod access;
 pub mod cli;
 pub mod config;
 mod embed_serve;

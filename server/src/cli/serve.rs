@@ -2,8 +2,8 @@
 //! index maintenance (flush, merge), re-embedding after a model change and the
 //! embedding-queue drain, then run the chosen transport on a tokio runtime. Start-up checks
 //! run before anything else is opened: a refused `CPERSONA_*` setting (`config/coverage.rs`)
-//! stops the server, the other set-but-unhonoured ones are listed once on stderr, and HTTP
-//! needs its token.
+//! stops the server, the other set-but-unhonoured ones are listed once on stderr, an ACL file
+//! must load, and HTTP needs its token (or the ACL file's).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -11,8 +11,9 @@ use std::time::Duration;
 
 use cpersona_engine::Engine;
 
+use crate::access::{self, Acl};
 use crate::cli::{RunError, open};
-use crate::config::{Config, IndexMaintenance};
+use crate::config::{Config, Env, IndexMaintenance};
 use crate::mcp::McpServer;
 use crate::mcp::engine::EngineBackend;
 use crate::transport::http::{self, HttpSecurity};
@@ -27,14 +28,30 @@ pub(crate) fn run(config: Config, http_flag: Option<SocketAddr>) -> Result<(), R
         eprintln!("{line}");
     }
     let http_addr = http_flag.or(config.http.env_bind);
+    // The ACL file before anything is opened: a server must serve the policy written or none.
+    let acl = load_acl(&config)?;
     // Preflight first, as CPersona does: an HTTP server without a token never opens the store.
     let security = match http_addr {
         Some(_) => Some(HttpSecurity {
-            auth_token: http::resolve_auth(
-                config.http.auth_token.clone(),
-                config.http.allow_unauthenticated,
-            )
-            .map_err(RunError::config)?,
+            auth_token: match &acl {
+                // ACL mode is the authentication: the single token is ignored, as CPersona
+                // ignores it (one credential authority at a time), and said so.
+                Some(_) => {
+                    if config.http.auth_token.is_some() {
+                        tracing::warn!(
+                            "CPERSONA_AUTH_TOKEN is ignored in ACL mode: only the tokens of \
+                             CPERSONA_ACL_FILE's clients are accepted"
+                        );
+                    }
+                    None
+                }
+                None => http::resolve_auth(
+                    config.http.auth_token.clone(),
+                    config.http.allow_unauthenticated,
+                )
+                .map_err(RunError::config)?,
+            },
+            acl: acl.clone(),
             max_body_bytes: config.http.max_body_bytes,
             extra_allowed_origins: config.http.extra_allowed_origins.clone(),
             extra_allowed_hosts: config.http.extra_allowed_hosts.clone(),
@@ -45,7 +62,10 @@ pub(crate) fn run(config: Config, http_flag: Option<SocketAddr>) -> Result<(), R
     let (engine, embedder) = open::open(&config)?;
     let backend = EngineBackend::new(Arc::clone(&engine), embedder, config.recall.clone())
         .with_unhonoured_settings(config.unhonoured.clone());
-    let server = McpServer::new(Arc::new(backend));
+    let mut server = McpServer::new(Arc::new(backend));
+    if let Some(acl) = acl {
+        server = server.with_acl(acl);
+    }
     let index_settings = config.index;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -60,6 +80,20 @@ pub(crate) fn run(config: Config, http_flag: Option<SocketAddr>) -> Result<(), R
         }
     })?;
     Ok(())
+}
+
+/// The ACL file `CPERSONA_ACL_FILE` names, read and validated; `None` without one.
+fn load_acl(config: &Config) -> Result<Option<Arc<Acl>>, RunError> {
+    let Some(path) = &config.http.acl_file else {
+        return Ok(None);
+    };
+    let acl = access::load(path, &Env::process_var).map_err(RunError::config)?;
+    tracing::info!(
+        clients = acl.client_count(),
+        path = %path.display(),
+        "ACL mode: every tool call is checked against its client's grants"
+    );
+    Ok(Some(Arc::new(acl)))
 }
 
 /// Keeps the vector index fresh without an operator: every `flush_every_ms` one pass flushes

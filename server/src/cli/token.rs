@@ -79,9 +79,9 @@ pub(crate) fn run(args: &TokenNewArgs) -> anyhow::Result<()> {
     writeln!(out, "{}", serde_json::to_string_pretty(&entry)?)?;
     eprintln!(
         "The first line is the token (shown once; store it like a password). The JSON is the \
-         entry to add to the \"clients\" list of a CPersona ACL file (CPERSONA_ACL_FILE). This \
-         build does not honour ACL files yet and refuses to start with one: until it does, \
-         serve this token alone as CPERSONA_AUTH_TOKEN."
+         entry to add to the \"clients\" list of a CPersona ACL file (CPERSONA_ACL_FILE, \
+         private to the service user: chmod 600); or serve the token alone as \
+         CPERSONA_AUTH_TOKEN."
     );
     Ok(())
 }

@@ -2,7 +2,7 @@
 //! 127 names of its configuration tables, reference 2.6 §7 and 2.5 §9, also every quoted
 //! `CPERSONA_*` literal in its 2.6.14 wheel) and per name this server adds. At start-up every
 //! variable that is set and not honoured is listed, and one whose absence would open the store
-//! wider than the operator configured (access grants, OAuth) stops the server. The rows that
+//! wider than the operator configured (OAuth) stops the server. The rows that
 //! the parser reads are checked against the names it really asks for (`coverage/tests.rs`);
 //! the CPersona parity work moves rows to `Honoured` as it lands.
 
@@ -102,10 +102,11 @@ pub const SETTINGS: &[Setting] = &[
         "CPERSONA_HTTP_BODY_LIMIT_MODE",
         "a body over CPERSONA_HTTP_MAX_BODY_BYTES is always refused (413), as `reject`",
     ),
-    refused(
+    honoured_as(
         "CPERSONA_ACL_FILE",
-        "per-agent access grants are not implemented; serving without them would let every \
-         client reach every agent",
+        "as CPersona, but a file other users can read is refused (CPersona warns), every token \
+         must pass CPERSONA_AUTH_TOKEN's hygiene, and export/import demand read-write on `*` \
+         whatever CPERSONA_EXPORT_DIR says",
     ),
     not_read(
         "CPERSONA_ALIAS_LEDGER_FILE",

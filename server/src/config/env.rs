@@ -51,6 +51,12 @@ impl Env {
         Ok(Env::with_vars(vars))
     }
 
+    /// Any variable of this process, by name: an ACL file's `${NAME}` token may name one
+    /// outside `CPERSONA_*` (read here so the environment is read in this file only).
+    pub fn process_var(name: &str) -> Option<String> {
+        std::env::var(name).ok()
+    }
+
     fn with_vars(vars: BTreeMap<String, String>) -> Env {
         Env {
             vars,

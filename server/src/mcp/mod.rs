@@ -5,6 +5,7 @@
 pub mod backend;
 pub mod content_limit;
 pub mod engine;
+mod guard;
 mod tools;
 pub(crate) mod validate;
 pub mod wire;
@@ -12,17 +13,21 @@ pub mod wire;
 use std::sync::Arc;
 
 use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::tool::ToolCallContext;
 use rmcp::model::{
-    CallToolResult, ContentBlock, Implementation, JsonObject, MetaObject, ServerCapabilities,
-    ServerConfig,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    JsonObject, MetaObject, ServerCapabilities, ServerConfig,
 };
-use rmcp::{ServerHandler, tool_handler};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler, tool_handler};
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 use self::backend::{ToolBackend, ToolError, ToolResult};
+use self::guard::Guarded;
 use self::validate::CrossCheck;
+use crate::access::Acl;
 
 /// What `initialize` tells an agent about when to use which tool.
 pub const SERVER_INSTRUCTIONS: &str = "\
@@ -48,6 +53,8 @@ pub struct McpServer {
     /// one client's calls together) and many clients share the process: a pause must name its
     /// `session_key` there (see `tools/persistence.rs`).
     over_http: bool,
+    /// ACL mode: every call is checked against the grants of its principal (`guard.rs`).
+    acl: Option<Arc<Acl>>,
 }
 
 impl McpServer {
@@ -60,6 +67,16 @@ impl McpServer {
             backend,
             tool_router,
             over_http: false,
+            acl: None,
+        }
+    }
+
+    /// The same server in ACL mode: each call runs only when its principal's grants cover
+    /// what the tool demands (`access::decide`).
+    pub fn with_acl(self, acl: Arc<Acl>) -> McpServer {
+        McpServer {
+            acl: Some(acl),
+            ..self
         }
     }
 
@@ -168,6 +185,33 @@ pub(crate) fn always_load() -> MetaObject {
 
 #[tool_handler(router = self.tool_router)]
 impl ServerHandler for McpServer {
+    /// Every call passes the ACL guard before its tool runs (the macro's default otherwise).
+    async fn call_tool(
+        &self,
+        mut request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        // A name no tool answers is rmcp's to refuse ("tool not found"), as CPersona's SDK does.
+        let guarded = match &self.acl {
+            Some(acl) if self.tool_router.has_route(&request.name) => {
+                guard::check(acl, self.over_http, &mut request, &context)
+            }
+            _ => Guarded::Run(None),
+        };
+        let resolved_agent = match guarded {
+            Guarded::Run(resolved_agent) => resolved_agent,
+            Guarded::Refused(refusal) => return Ok(refusal.into()),
+        };
+        let call = ToolCallContext::new(self, request, context);
+        let response = self.tool_router.call(call).await?;
+        Ok(match (response, resolved_agent) {
+            (CallToolResponse::Complete(result), Some(agent)) => {
+                guard::with_resolved_agent(result, &agent).into()
+            }
+            (response, _) => response,
+        })
+    }
+
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
             .with_server_info(Implementation::new("cpersona", env!("CARGO_PKG_VERSION")))

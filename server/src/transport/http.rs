@@ -1,8 +1,9 @@
 //! Streamable HTTP at `/mcp`: CPersona's CORS outermost (`http/cors.rs`: a preflight is
 //! answered before the token check, a disallowed origin gets no grant), then a bearer token
 //! checked in constant time before anything else (401 with nothing written on a missing or
-//! wrong token; the scheme read case-insensitively, `http/token.rs`), a request body limit, and
-//! the Origin/Host checks the MCP spec asks for against DNS rebinding. It refuses to start
+//! wrong token; the scheme read case-insensitively, `http/token.rs`; in ACL mode any client's
+//! token, whose `Principal` then travels with the request to the tool layer), a request body
+//! limit, and the Origin/Host checks the MCP spec asks for against DNS rebinding. It refuses to start
 //! without a token unless unauthenticated HTTP was asked for explicitly, and with a token that
 //! is not printable ASCII or is easy to guess.
 //!
@@ -30,6 +31,7 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 
 use self::cors::CorsPolicy;
 use super::jsonrpc::{INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR, Refusal, Screened, screen};
+use crate::access::{Acl, Principal};
 use crate::mcp::McpServer;
 
 mod cors;
@@ -42,7 +44,11 @@ pub use self::token::{MIN_DISTINCT_CHARS, MIN_TOKEN_CHARS, WeakToken, check_toke
 #[derive(Clone, Debug)]
 pub struct HttpSecurity {
     /// The bearer token; `None` serves without authentication (only when explicitly allowed).
+    /// Unused in ACL mode.
     pub auth_token: Option<String>,
+    /// ACL mode (`CPERSONA_ACL_FILE`): a token picks its client, whose [`Principal`] travels
+    /// with the request to the tool layer; a token no client holds is refused (401).
+    pub acl: Option<Arc<Acl>>,
     /// Largest request body in bytes (413 above).
     pub max_body_bytes: usize,
     /// Browser Origins allowed besides the loopback ones; each also gets a CORS grant, as
@@ -63,7 +69,7 @@ pub enum HttpStartError {
     )]
     NoToken,
     /// The token is not printable ASCII, too short or easy to guess.
-    #[error(transparent)]
+    #[error("CPERSONA_AUTH_TOKEN: {0}")]
     WeakToken(#[from] WeakToken),
 }
 
@@ -134,33 +140,59 @@ pub fn router(server: McpServer, security: &HttpSecurity, bound: SocketAddr) -> 
         Arc::new(LocalSessionManager::default()),
         config,
     );
-    let token = Arc::new(security.auth_token.clone());
+    let gate = Arc::new(match &security.acl {
+        Some(acl) => Gate::Acl(Arc::clone(acl)),
+        None => match &security.auth_token {
+            Some(token) => Gate::Token(token.clone()),
+            None => Gate::Open,
+        },
+    });
     let cors_policy = Arc::new(CorsPolicy::new(&security.extra_allowed_origins));
     // The last layer added runs first: CORS, then the token, then the body screen.
     Router::new()
         .nest_service("/mcp", service)
         .layer(middleware::from_fn_with_state(screen_state, screen_body))
-        .layer(middleware::from_fn_with_state(token, require_bearer))
+        .layer(middleware::from_fn_with_state(gate, require_bearer))
         .layer(middleware::from_fn_with_state(cors_policy, cors::cors))
 }
 
-/// 401 unless the request carries `Authorization: Bearer <token>` (the scheme in any case);
-/// the comparison takes the same time wherever the first differing byte is.
+/// Who may pass the bearer check.
+enum Gate {
+    /// Unauthenticated HTTP, explicitly allowed.
+    Open,
+    /// The one `CPERSONA_AUTH_TOKEN`.
+    Token(String),
+    /// Any client of the ACL file, by its token.
+    Acl(Arc<Acl>),
+}
+
+/// 401 unless the request carries `Authorization: Bearer <token>` (the scheme in any case)
+/// with the token, or in ACL mode a client's token; the comparison takes the same time
+/// wherever the first differing byte is. In ACL mode the request carries its [`Principal`]
+/// on to the tool layer (rmcp hands the request's parts to the handler).
 async fn require_bearer(
-    State(token): State<Arc<Option<String>>>,
-    request: Request,
+    State(gate): State<Arc<Gate>>,
+    mut request: Request,
     next: Next,
 ) -> Response {
-    let Some(expected) = token.as_deref() else {
-        return next.run(request).await;
-    };
     let presented = request
         .headers()
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(token::presented)
         .unwrap_or("");
-    if token::matches(presented, expected) {
+    let passed = match gate.as_ref() {
+        Gate::Open => true,
+        Gate::Token(expected) => token::matches(presented, expected),
+        Gate::Acl(acl) => match acl.principal_for_token(presented) {
+            Some(principal) => {
+                request.extensions_mut().insert::<Principal>(principal);
+                true
+            }
+            None => false,
+        },
+    };
+    if passed {
         return next.run(request).await;
     }
     tracing::warn!(path = %request.uri().path(), "rejected a request without a valid bearer token");

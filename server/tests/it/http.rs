@@ -24,6 +24,7 @@ async fn serve(max_body_bytes: usize) -> Served {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let bound: SocketAddr = listener.local_addr().unwrap();
     let security = HttpSecurity {
+        acl: None,
         auth_token: Some(TOKEN.to_owned()),
         max_body_bytes,
         extra_allowed_origins: vec!["https://app.example.com:443".to_owned()],

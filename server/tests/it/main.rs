@@ -7,6 +7,7 @@
 #![allow(clippy::unwrap_used)]
 
 mod access;
+mod acl;
 mod associations;
 mod binary;
 mod crash;

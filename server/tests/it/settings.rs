@@ -65,24 +65,36 @@ fn unhonoured_settings_are_listed_once_on_stderr_and_in_check_health() {
     );
 }
 
+/// See: issue 19. The ACL file is honoured now: one that cannot be used stops the server
+/// before the store opens, naming the variable; the OAuth pair is still refused.
 #[test]
-fn an_access_setting_stops_the_server_before_the_store_opens() {
+fn a_bad_acl_file_or_an_oauth_setting_stops_the_server_before_the_store_opens() {
     let dir = tempfile::tempdir().unwrap();
-    let out = cpersona_in(dir.path())
-        .env("CPERSONA_ACL_FILE", dir.path().join("acl.json"))
-        .stdin(std::process::Stdio::null())
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(
-        stderr.contains("CPERSONA_ACL_FILE: set, but not honoured"),
-        "{stderr}"
-    );
-    assert!(stderr.contains("per-agent access grants"), "{stderr}");
-    assert!(out.stdout.is_empty());
-    assert!(
-        !dir.path().join("store").exists(),
-        "the store was not opened"
-    );
+    let acl = dir.path().join("acl.json");
+    for (var, value, expect) in [
+        (
+            "CPERSONA_ACL_FILE",
+            acl.display().to_string(),
+            "cannot be read",
+        ),
+        (
+            "CPERSONA_OAUTH_RESOURCE",
+            "https://memory.example".to_owned(),
+            "CPERSONA_OAUTH_RESOURCE: set, but not honoured",
+        ),
+    ] {
+        let out = cpersona_in(dir.path())
+            .env(var, &value)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains(var) && stderr.contains(expect), "{stderr}");
+        assert!(out.stdout.is_empty());
+        assert!(
+            !dir.path().join("store").exists(),
+            "the store was not opened"
+        );
+    }
 }

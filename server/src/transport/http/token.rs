@@ -16,27 +16,28 @@ pub const MIN_DISTINCT_CHARS: usize = 8;
 const HOW: &str = "use a long random secret, e.g. the first line `cpersona token new \
 --client NAME` prints";
 
-/// Why a configured token is refused at start-up.
+/// Why a configured token is refused at start-up; the message names no variable, because the
+/// token may come from `CPERSONA_AUTH_TOKEN` or an ACL file (the caller says which).
 #[derive(Debug, PartialEq, Eq, thiserror::Error)]
 pub enum WeakToken {
     /// A character outside printable ASCII: a header carries it differently per client (a
     /// non-ASCII token starts a server no client can authenticate to).
     #[error(
-        "CPERSONA_AUTH_TOKEN holds {what} at character {position}: only printable ASCII \
+        "the token holds {what} at character {position}: only printable ASCII \
          (letters, digits, punctuation; no spaces) is accepted; {HOW}"
     )]
     NotPrintableAscii { position: usize, what: &'static str },
     /// Too short to be a secret.
-    #[error("CPERSONA_AUTH_TOKEN is {len} characters; use at least {MIN_TOKEN_CHARS}; {HOW}")]
+    #[error("the token is {len} characters; use at least {MIN_TOKEN_CHARS}; {HOW}")]
     Short { len: usize },
     /// Too few distinct characters.
     #[error(
-        "CPERSONA_AUTH_TOKEN uses only {distinct} distinct characters; use at least \
+        "the token uses only {distinct} distinct characters; use at least \
          {MIN_DISTINCT_CHARS}; {HOW}"
     )]
     FewCharacters { distinct: usize },
     /// The token repeats a shorter pattern.
-    #[error("CPERSONA_AUTH_TOKEN repeats one pattern of {period} characters; {HOW}")]
+    #[error("the token repeats one pattern of {period} characters; {HOW}")]
     Repeated { period: usize },
 }
 

@@ -63,9 +63,16 @@ fn a_refusal_never_echoes_the_token() {
         "ééééééééééééééééxyz",
         "sh0rt",
     ] {
-        let message = check_token(token).unwrap_err().to_string();
+        let weak = check_token(token).unwrap_err();
+        let message = weak.to_string();
         assert!(!message.contains(token), "{message}");
-        assert!(message.contains("CPERSONA_AUTH_TOKEN"), "{message}");
+        // The start-up refusal names the variable the token came from.
+        let message = crate::transport::http::HttpStartError::from(weak).to_string();
+        assert!(
+            message.starts_with("CPERSONA_AUTH_TOKEN: the token"),
+            "{message}"
+        );
+        assert!(!message.contains(token), "{message}");
     }
 }
 
