@@ -190,9 +190,7 @@ pub fn render_text(header: &Header, rungs: &[Rung]) -> String {
     row("reconstruct p50 / p95 ms", &|_| {
         "n/a (not built)".to_owned()
     });
-    row("peak RSS MiB (process, monotone)", &|r| {
-        mib(r.peak_rss_bytes)
-    });
+    row("peak RSS MiB (the rung's own)", &|r| mib(r.peak_rss_bytes));
     row("database MiB (db + wal)", &|r| mib(r.db_bytes));
     let _ = writeln!(out, "{table}");
     if let (Some(first), Some(last)) = (rungs.first(), rungs.last()) {

@@ -212,3 +212,61 @@ fn many_small_flushes_merge_and_answer_the_same() {
         "{files} files in {dir:?}"
     );
 }
+
+/// FTS5 merge probe: true when a merge down to one segment still found work (the change
+/// count moves by two or more, FTS5's documented test). Rolled back, so it changes nothing.
+fn fts_has_segments_to_merge(f: &Fixture, table: &str) -> bool {
+    let mut conn = crate::common::conn(f);
+    let tx = conn.transaction().unwrap();
+    let before = tx.total_changes();
+    tx.execute(
+        &format!("INSERT INTO {table}({table}, rank) VALUES('merge', -100000)"),
+        [],
+    )
+    .unwrap();
+    let worked = tx.total_changes() - before >= 2;
+    tx.rollback().unwrap();
+    worked
+}
+
+/// Every write leaves FTS5 a new b-tree segment; the upkeep (`maintain_index` with merging)
+/// folds them in bounded steps until one is left, then goes idle without writing a page (a
+/// reader's `data_version` does not move), and the answers never change.
+// See: issue 16 (the lexical arm of a store filled by many small writes ranked 6x slower).
+#[test]
+fn upkeep_merges_the_full_text_segments_and_then_rests() {
+    let f = fixture();
+    for i in 0..40 {
+        store(&f, "a", "", "", &sentence(300 + i, 5));
+    }
+    assert!(fts_has_segments_to_merge(&f, "memories_fts"));
+    let answered = answers(&f.engine);
+    let mut fts_steps = 0;
+    let mut passes = 0;
+    loop {
+        let outcome = f.engine.maintain_index(true).unwrap();
+        fts_steps += usize::from(outcome.fts_merged.contains(&"memories_fts"));
+        passes += 1;
+        if outcome.is_idle() {
+            break;
+        }
+        assert!(passes < 100, "the upkeep never rests: {outcome:?}");
+    }
+    assert!(fts_steps >= 1);
+    assert!(!fts_has_segments_to_merge(&f, "memories_fts"));
+    assert_eq!(answered, answers(&f.engine));
+    let reader = crate::common::conn(&f);
+    let version = |c: &rusqlite::Connection| -> i64 {
+        c.query_row("PRAGMA data_version", [], |r| r.get(0))
+            .unwrap()
+    };
+    let seen = version(&reader);
+    assert!(f.engine.maintain_index(true).unwrap().is_idle());
+    assert_eq!(version(&reader), seen, "an idle pass wrote a page");
+    // Without merging (CPERSONA_INDEX_AUTO_MERGE=false) the upkeep leaves FTS5 alone.
+    store(&f, "a", "", "", &sentence(400, 5));
+    store(&f, "a", "", "", &sentence(401, 5));
+    assert!(fts_has_segments_to_merge(&f, "memories_fts"));
+    let outcome = f.engine.maintain_index(false).unwrap();
+    assert!(outcome.fts_merged.is_empty(), "{outcome:?}");
+}
