@@ -115,8 +115,17 @@ fn private(_path: &Path) {}
 
 fn serve(acl_dir: &Path) -> Served {
     let acl = acl_file(acl_dir);
-    let raw = RawHttp::spawn_with(bin(), &[("CPERSONA_ACL_FILE", acl.to_str().unwrap())]);
-    let export_dir = raw.db.parent().unwrap().to_owned();
+    // A folder of its own, so its listing holds exports only (not the store's WAL, which the
+    // background index upkeep grows).
+    let export_dir = acl_dir.join("exports");
+    std::fs::create_dir(&export_dir).unwrap();
+    let raw = RawHttp::spawn_with(
+        bin(),
+        &[
+            ("CPERSONA_ACL_FILE", acl.to_str().unwrap()),
+            ("CPERSONA_EXPORT_DIR", export_dir.to_str().unwrap()),
+        ],
+    );
     Served { raw, export_dir }
 }
 
@@ -251,15 +260,12 @@ fn rand_id() -> u64 {
     NEXT.fetch_add(1, Ordering::Relaxed)
 }
 
-/// The files of the export folder with their sizes: a denied export writes none. The store's
-/// own files, which share the folder here, are left to the fingerprint: serve's index upkeep
-/// grows the WAL in the background (FTS5 merges) without changing a row.
+/// The files of the export folder with their sizes: a denied export writes none.
 fn files(dir: &Path) -> Vec<(String, u64)> {
     let mut listed: Vec<(String, u64)> = std::fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap())
         .filter(|e| e.file_type().unwrap().is_file())
-        .filter(|e| !e.file_name().to_string_lossy().starts_with("transport.db"))
         .map(|e| {
             (
                 e.file_name().to_string_lossy().into_owned(),
