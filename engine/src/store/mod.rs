@@ -48,6 +48,9 @@ pub struct Store {
     pub(crate) kernels: Kernels,
     /// Where the re-embedding worker stands (`crate::reembed`): its cursors and last count.
     pub(crate) reembed: Mutex<reembed::WorkerState>,
+    /// The change-log marks (head, purge mark) at which FTS5 last had nothing to merge: until
+    /// a write moves them, the index upkeep leaves the full-text tables (and the writer) alone.
+    pub(crate) fts_rested_at: Mutex<Option<(u64, u64)>>,
 }
 
 /// The part of [`EngineConfig`] the store itself reads.
@@ -114,6 +117,7 @@ impl Store {
             segments: Mutex::new(HashMap::new()),
             kernels: Kernels::detect(),
             reembed: Mutex::new(Default::default()),
+            fts_rested_at: Mutex::new(None),
         })
     }
 

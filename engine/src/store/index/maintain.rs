@@ -372,6 +372,15 @@ impl Store {
         Ok(outcome)
     }
 
+    /// Passes until one is idle; the passes run.
+    pub fn maintain_index_until_idle(&self, merge: bool) -> Result<u64> {
+        let mut passes = 1;
+        while !self.maintain_index(merge)?.is_idle() {
+            passes += 1;
+        }
+        Ok(passes)
+    }
+
     /// One bounded step of FTS5's own segment merge per full-text table. Every write
     /// transaction leaves FTS5 a new b-tree segment and its automerge keeps several per level,
     /// so a store filled by many small writes (the default path) made every lexical query
@@ -380,7 +389,14 @@ impl Store {
     /// back. A negative `merge` merges across levels down to one segment, at most
     /// [`FTS_MERGE_PAGES`] pages per step so the writer is held briefly; a step that found
     /// nothing to merge changes fewer than two rows (FTS5's documented test) and writes no page.
+    /// Once a pass found nothing, passes skip the step (no write transaction every tick) until
+    /// the change log moves: every write of indexed text enters it.
     fn merge_fts(&self) -> Result<Vec<&'static str>> {
+        let marks = self.read(|conn| Ok((changelog_head(conn)?, purged_through(conn)?)))?;
+        let mut rested = crate::store::lock(&self.fts_rested_at);
+        if *rested == Some(marks) {
+            return Ok(Vec::new());
+        }
         let mut merged = Vec::new();
         for table in ["memories_fts", "episodes_fts"] {
             let worked = self.write(|tx| {
@@ -395,6 +411,7 @@ impl Store {
                 merged.push(table);
             }
         }
+        *rested = merged.is_empty().then_some(marks);
         Ok(merged)
     }
 }
