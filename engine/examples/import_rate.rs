@@ -213,15 +213,9 @@ impl Upkeep {
             while !flag.load(Ordering::Relaxed) {
                 std::thread::sleep(Duration::from_millis(every));
                 // As `serve`: a pass that found work is followed at once by the next.
-                loop {
-                    passes += 1;
-                    match engine.maintain_index(merge) {
-                        Ok(outcome) if outcome.is_idle() => break,
-                        Ok(_) if flag.load(Ordering::Relaxed) => break,
-                        Ok(_) => {}
-                        Err(err) => return Err(err.to_string()),
-                    }
-                }
+                passes += engine
+                    .maintain_index_until_idle(merge)
+                    .map_err(|err| err.to_string())?;
             }
             Ok(passes)
         });

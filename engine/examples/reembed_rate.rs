@@ -177,14 +177,9 @@ impl Upkeep {
         let thread = std::thread::spawn(move || {
             while !flag.load(Ordering::Relaxed) {
                 std::thread::sleep(Duration::from_millis(500));
-                loop {
-                    match engine.maintain_index(true) {
-                        Ok(outcome) if outcome.is_idle() => break,
-                        Ok(_) if flag.load(Ordering::Relaxed) => break,
-                        Ok(_) => {}
-                        Err(err) => return Err(err.to_string()),
-                    }
-                }
+                engine
+                    .maintain_index_until_idle(true)
+                    .map_err(|err| err.to_string())?;
             }
             Ok(())
         });

@@ -442,6 +442,12 @@ impl Engine {
         self.store.maintain_index(merge)
     }
 
+    /// Maintenance passes until one finds nothing to do (a backlog clears at flush speed);
+    /// returns the passes run, the idle one included. `serve`'s upkeep runs this every tick.
+    pub fn maintain_index_until_idle(&self, merge: bool) -> Result<u64> {
+        self.store.maintain_index_until_idle(merge)
+    }
+
     /// The highest change-log sequence number: "rows changed since seq S" reads `seq > S`.
     pub fn change_log_head(&self) -> Result<i64> {
         self.store.change_log_head()

@@ -79,15 +79,9 @@ impl Upkeep {
             let mut passes = 0u64;
             while !flag.load(Ordering::Relaxed) {
                 std::thread::sleep(UPKEEP_EVERY);
-                loop {
-                    passes += 1;
-                    match engine.maintain_index(true) {
-                        Ok(outcome) if outcome.is_idle() => break,
-                        Ok(_) if flag.load(Ordering::Relaxed) => break,
-                        Ok(_) => {}
-                        Err(err) => return Err(err.to_string()),
-                    }
-                }
+                passes += engine
+                    .maintain_index_until_idle(true)
+                    .map_err(|err| err.to_string())?;
             }
             Ok(passes)
         });
