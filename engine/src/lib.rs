@@ -442,6 +442,12 @@ impl Engine {
         self.store.maintain_index(merge)
     }
 
+    /// Writes the recall credit waiting in memory now (`serve`'s upkeep does it every pass,
+    /// and dropping the engine does it last); returns the memory rows credited.
+    pub fn flush_recall_credits(&self) -> Result<usize> {
+        self.store.flush_credits()
+    }
+
     /// Maintenance passes until one finds nothing to do (a backlog clears at flush speed);
     /// returns the passes run, the idle one included. `serve`'s upkeep runs this every tick.
     pub fn maintain_index_until_idle(&self, merge: bool) -> Result<u64> {

@@ -68,6 +68,8 @@ pub(crate) fn export_memories(
     )?;
     let agent = (!req.agent_id.is_empty()).then_some(req.agent_id.as_str());
     let (pred, values) = Scope::read(agent, None, None).predicate("");
+    // The file carries recall counters: the credit still waiting in memory goes in first.
+    store.flush_credits()?;
     let lines = store.read(|conn| {
         conn.execute_batch("BEGIN")?;
         let res = snapshot_lines(conn, &pred, &values, req.include_embeddings);

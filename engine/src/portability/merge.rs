@@ -138,6 +138,8 @@ pub(crate) fn merge_memories(store: &Store, req: &MergeRequest) -> Result<MergeO
             format!("{:?} is not supported; only \"skip\"", req.strategy),
         ));
     }
+    // The merge copies recall counters: the credit still waiting in memory goes in first.
+    store.flush_credits()?;
     let run = |tx: &Transaction<'_>| merge(tx, req, &mut outcome);
     if req.dry_run {
         store.write_dry(run)?

@@ -8,10 +8,11 @@
 //! rows (the UPDATE is keyed by the caller's agent as well as the ids), and never enter the
 //! change log: `memories_log_au` fires only on content/vector columns, so a bump leaves index
 //! generations and the live tail as they were.
+//!
+//! The credit is recorded in the store and written by the next upkeep pass
+//! (`store/credits.rs` says why and what that costs); the confidence report reads it from
+//! there meanwhile, so every recall sees the credit of the recalls before it.
 
-use rusqlite::types::Value;
-
-use crate::error::Result;
 use crate::recall::stages::config::RecallConfig;
 use crate::recall::types::{RecallQuery, RecallResult};
 use crate::refs::RefKind;
@@ -46,24 +47,9 @@ pub(crate) fn credit_recall(
         return;
     }
     let now = q.now_ms.unwrap_or_else(crate::time::now_ms);
-    if let Err(err) = bump(store, &q.agent_id, &ids, now) {
+    if let Err(err) = store.credit_later(&q.agent_id, &ids, now) {
         result.advisories.push(format!(
             "recall count not updated ({err}); the recall is unaffected"
         ));
     }
-}
-
-fn bump(store: &Store, agent_id: &str, ids: &[i64], now_ms: i64) -> Result<usize> {
-    let marks = vec!["?"; ids.len()].join(",");
-    let mut params = vec![Value::Integer(now_ms), Value::Text(agent_id.to_owned())];
-    params.extend(ids.iter().map(|&id| Value::Integer(id)));
-    store.write(|tx| {
-        Ok(tx.execute(
-            &format!(
-                "UPDATE memories SET recall_count = recall_count + 1, \
-                 last_recalled_at_ms = ? WHERE agent_id = ? AND id IN ({marks})"
-            ),
-            rusqlite::params_from_iter(params),
-        )?)
-    })
 }

@@ -3,6 +3,8 @@
 //! confidence (`recall::confidence`). Rows are read by the refs the arms produced in the
 //! caller's scope; the span is read through `Scope`. Nothing here orders or gates a row.
 
+use std::sync::Arc;
+
 use rusqlite::{Connection, OptionalExtension};
 
 use crate::error::Result;
@@ -13,6 +15,7 @@ use crate::recall::stages::confidence::{
 use crate::recall::stages::filters::RowFacts;
 use crate::refs::{Ref, RefKind};
 use crate::scope::Scope;
+use crate::store::credits::{Credit, PendingCredits};
 
 /// A row recalled this recently gets CPersona's recent-recall penalty.
 pub(crate) const RECENT_RECALL_MS: i64 = 5 * 60 * 1000;
@@ -54,13 +57,15 @@ pub(crate) fn row_facts(conn: &Connection, r: Ref) -> Result<Option<RowFacts>> {
 }
 
 /// The scope-wide inputs of confidence, read once per recall.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub(crate) struct ConfidenceContext {
     now_ms: i64,
     /// Oldest and newest memory timestamp in scope.
     span: Option<(i64, i64)>,
     deep: bool,
     params: ConfidenceParams,
+    /// Recall credit recorded but not yet written (`store/credits.rs`), as of this recall.
+    pending: Arc<PendingCredits>,
 }
 
 impl ConfidenceContext {
@@ -93,7 +98,17 @@ impl ConfidenceContext {
             span,
             deep,
             params,
+            pending: Arc::default(),
         })
+    }
+
+    /// The same context counting `pending` credit as written.
+    pub(crate) fn with_pending_credits(self, pending: Arc<PendingCredits>) -> ConfidenceContext {
+        ConfidenceContext { pending, ..self }
+    }
+
+    fn pending(&self, id: i64, owner: &str) -> Option<Credit> {
+        self.pending.get(&(id, owner.to_owned())).copied()
     }
 
     /// The constants confidence is computed with.
@@ -126,13 +141,30 @@ impl ConfidenceContext {
         let facts: Option<Facts> = match r.kind {
             RefKind::Mem => conn
                 .prepare_cached(
-                    "SELECT timestamp_ms, recall_count, last_recalled_at_ms FROM memories \
-                     WHERE id = ?",
+                    "SELECT timestamp_ms, recall_count, last_recalled_at_ms, agent_id \
+                     FROM memories WHERE id = ?",
                 )?
                 .query_row([r.id], |row| {
-                    Ok((row.get(0)?, row.get(1)?, row.get(2)?, None))
+                    Ok((
+                        row.get(0)?,
+                        row.get(1)?,
+                        row.get(2)?,
+                        row.get::<_, String>(3)?,
+                    ))
                 })
-                .optional()?,
+                .optional()?
+                .map(|(timestamp, count, last, owner)| {
+                    // Credit recorded but not yet written counts as written.
+                    match self.pending(r.id, &owner) {
+                        Some(credit) => (
+                            timestamp,
+                            count + credit.recalls as i64,
+                            Some(credit.last_recalled_ms),
+                            None,
+                        ),
+                        None => (timestamp, count, last, None),
+                    }
+                }),
             RefKind::Ep => conn
                 .prepare_cached("SELECT start_ms, resolved FROM episodes WHERE id = ?")?
                 .query_row([r.id], |row| {

@@ -130,6 +130,7 @@ pub(crate) fn run(
             .then(|| {
                 let now = q.now_ms.unwrap_or_else(crate::time::now_ms);
                 ConfidenceContext::read(conn, &scope, now, q.deep, recall_config.confidence)
+                    .map(|context| context.with_pending_credits(store.pending_credits()))
             })
             .transpose()?;
         let gate_input = read::gate_input(

@@ -18,6 +18,7 @@ use crate::store::index::cache::SegmentCache;
 use cpersona_index::Kernels;
 
 pub(crate) mod changelog;
+pub(crate) mod credits;
 pub mod db;
 pub(crate) mod generations;
 pub(crate) mod index;
@@ -51,6 +52,8 @@ pub struct Store {
     /// The change-log marks (head, purge mark) at which FTS5 last had nothing to merge: until
     /// a write moves them, the index upkeep leaves the full-text tables (and the writer) alone.
     pub(crate) fts_rested_at: Mutex<Option<(u64, u64)>>,
+    /// Recall credit not yet written (`credits.rs`).
+    pub(crate) credits: Mutex<Arc<credits::PendingCredits>>,
 }
 
 /// The part of [`EngineConfig`] the store itself reads.
@@ -118,6 +121,7 @@ impl Store {
             kernels: Kernels::detect(),
             reembed: Mutex::new(Default::default()),
             fts_rested_at: Mutex::new(None),
+            credits: Mutex::new(Arc::default()),
         })
     }
 

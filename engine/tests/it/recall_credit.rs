@@ -8,8 +8,15 @@ use crate::common::{Fixture, TestEmbedder, conn, fixture, store};
 
 const NOW: i64 = 1_800_000_000_000;
 
-/// `(id, recall_count, last_recalled_at_ms)` of every memory, by id.
+/// `(id, recall_count, last_recalled_at_ms)` of every memory, by id, once the credit
+/// waiting in memory is written.
 fn credits(f: &Fixture) -> Vec<(i64, i64, Option<i64>)> {
+    f.engine.flush_recall_credits().unwrap();
+    written_credits(f)
+}
+
+/// The same as the database holds it now, without writing what waits.
+fn written_credits(f: &Fixture) -> Vec<(i64, i64, Option<i64>)> {
     let c = conn(f);
     let mut stmt = c
         .prepare("SELECT id, recall_count, last_recalled_at_ms FROM memories ORDER BY id")
@@ -149,4 +156,86 @@ fn confidence_off_gives_no_credit() {
     corpus(&f);
     assert!(!returned_mems(&f, &query("copper")).is_empty());
     assert!(credits(&f).iter().all(|(_, n, at)| *n == 0 && at.is_none()));
+}
+
+/// Credit waits in memory (a recall writes nothing, so readers keep their caches), yet the
+/// next recall's confidence counts it exactly as if each credit had been written at once;
+/// it lands on the next flush, and a store closed with credit waiting writes it first.
+#[test]
+fn waiting_credit_counts_at_once_and_lands_on_flush_or_close() {
+    let waiting = fixture();
+    let written = fixture();
+    corpus(&waiting);
+    corpus(&written);
+    let mut bodies = Vec::new();
+    for _ in 0..3 {
+        let kept = waiting.engine.recall(&query("copper")).unwrap();
+        let immediate = written.engine.recall(&query("copper")).unwrap();
+        assert!(written.engine.flush_recall_credits().unwrap() > 0);
+        let kept = without_timestamps(&kept.response);
+        assert_eq!(kept, without_timestamps(&immediate.response));
+        bodies.push(kept);
+    }
+    assert_ne!(
+        bodies[0], bodies[1],
+        "the first recall's credit must show in the second's confidence"
+    );
+    assert!(
+        written_credits(&waiting)
+            .iter()
+            .all(|(_, n, at)| *n == 0 && at.is_none()),
+        "nothing is written before a flush"
+    );
+    let expected = written_credits(&written);
+    assert!(expected.iter().any(|(_, n, _)| *n == 3));
+    // A store closed with credit waiting writes it as it closes.
+    let Fixture { dir, engine, .. } = waiting;
+    drop(engine);
+    let c = rusqlite::Connection::open(dir.path().join("store.db")).unwrap();
+    let mut stmt = c
+        .prepare("SELECT id, recall_count, last_recalled_at_ms FROM memories ORDER BY id")
+        .unwrap();
+    let closed: Vec<(i64, i64, Option<i64>)> = stmt
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .unwrap()
+        .collect::<rusqlite::Result<_>>()
+        .unwrap();
+    assert_eq!(closed, expected);
+}
+
+/// A response as JSON text without its rows' timestamps (two stores written a millisecond
+/// apart differ in those alone).
+fn without_timestamps(response: &impl serde::Serialize) -> String {
+    let mut value = serde_json::to_value(response).unwrap();
+    for message in value["messages"].as_array_mut().unwrap() {
+        message.as_object_mut().unwrap().remove("timestamp");
+    }
+    value.to_string()
+}
+
+/// An export carries the counters with the credit that was still waiting.
+#[test]
+fn export_writes_the_waiting_credit_first() {
+    let f = fixture();
+    corpus(&f);
+    let returned = returned_mems(&f, &query("copper"));
+    assert!(!returned.is_empty());
+    let path = f.dir.path().join("out.jsonl");
+    f.engine
+        .export_memories(&cpersona_engine::ExportRequest {
+            agent_id: "a".into(),
+            output_path: path.clone(),
+            include_embeddings: false,
+            overwrite: false,
+        })
+        .unwrap();
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut exported: Vec<i64> = text
+        .lines()
+        .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap())
+        .filter(|v| v["_type"] == "memory" && v["recall_count"] == 1)
+        .map(|v| v["id"].as_i64().unwrap())
+        .collect();
+    exported.sort_unstable();
+    assert_eq!(exported, returned);
 }

@@ -80,6 +80,14 @@ pub struct MaintainOutcome {
     /// Full-text indexes (`memories_fts`, `episodes_fts`) whose b-tree segments were merged.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub fts_merged: Vec<&'static str>,
+    /// Memory rows whose waiting recall credit was written (`store/credits.rs`); the upkeep
+    /// is where credit lands, and writing it leaves no work for another pass.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub credited: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 impl MaintainOutcome {
@@ -357,7 +365,10 @@ impl Store {
     /// One maintenance pass over the record tables: flush each (rebuilding one never built
     /// or overtaken by a purge), then, when `merge`, run at most one merge per table.
     pub fn maintain_index(&self, merge: bool) -> Result<MaintainOutcome> {
-        let mut outcome = MaintainOutcome::default();
+        let mut outcome = MaintainOutcome {
+            credited: self.flush_credits()?,
+            ..MaintainOutcome::default()
+        };
         for table in IndexTable::ALL {
             if let Some(flushed) = self.flush_index(table)? {
                 outcome.flushed.push(flushed);
