@@ -117,8 +117,9 @@ pub struct EngineConfig {
     /// Reconstruct's window, budget and bundling settings.
     pub reconstruct: ReconstructConfig,
     /// Declared associations (`declare_associations`, `traverse`, the association cue in
-    /// recall). Off by default (`CPERSONA_ASSOCIATIONS_ENABLED`): the tools refuse, saying
-    /// how to enable them, and recall never reads the association tables.
+    /// recall). On by default, as CPersona 2.6 ships them (an empty registry leaves recall
+    /// byte for byte as it was); off (`CPERSONA_ASSOCIATIONS_ENABLED=false`), the tools
+    /// refuse, saying how to enable them, and recall never reads the association tables.
     pub associations_enabled: bool,
     /// The propagation seat (CPersona 2.6's `propagation-v1`, `CPERSONA_RECALL_PROPAGATION_SEAT`):
     /// one held place for the best row of a deeper ranking. Off by default, as shipped.
@@ -153,7 +154,7 @@ impl EngineConfig {
             scan_window: MAX_MEMORIES,
             recall: crate::recall::stages::config::RecallConfig::default(),
             reconstruct: ReconstructConfig::default(),
-            associations_enabled: false,
+            associations_enabled: true,
             propagation_seat: false,
             reembed_on_model_change: true,
         }

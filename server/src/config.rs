@@ -37,8 +37,9 @@ pub struct Config {
     pub export_dir: Option<PathBuf>,
     /// Largest import file accepted (`CPERSONA_MAX_IMPORT_BYTES`).
     pub max_import_bytes: u64,
-    /// Declared associations and their recall cue (`CPERSONA_ASSOCIATIONS_ENABLED`, off by
-    /// default: CPersona 2.6 has no such switch, this port keeps the feature opt-in).
+    /// Declared associations and their recall cue (`CPERSONA_ASSOCIATIONS_ENABLED`, on by
+    /// default as CPersona 2.6 ships them; `false` is this port's switch for operators who
+    /// want the tools refused and recall never reading the association tables).
     pub associations_enabled: bool,
     /// Re-embed the store in the background when the embedder changed
     /// (`CPERSONA_AUTO_REEMBED`, default true; never toward the hashed fallback over a real
@@ -255,7 +256,7 @@ impl Config {
             reconstruct,
             export_dir: env.get("CPERSONA_EXPORT_DIR").map(PathBuf::from),
             max_import_bytes: env.int("CPERSONA_MAX_IMPORT_BYTES", 104_857_600, 1, u64::MAX)?,
-            associations_enabled: env.boolean("CPERSONA_ASSOCIATIONS_ENABLED", false)?,
+            associations_enabled: env.boolean("CPERSONA_ASSOCIATIONS_ENABLED", true)?,
             auto_reembed: env.boolean("CPERSONA_AUTO_REEMBED", true)?,
             model_dir,
             model_dir_from_env,

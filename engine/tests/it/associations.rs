@@ -67,7 +67,7 @@ fn count(f: &Fixture, table: &str) -> i64 {
 }
 
 #[test]
-fn off_by_default_refuses_and_names_the_setting() {
+fn switched_off_refuses_and_names_the_setting() {
     let f = fixture_with(false, false);
     let mut req = declare("a");
     req.entities.push(entity("Alice", &[]));
@@ -80,8 +80,8 @@ fn off_by_default_refuses_and_names_the_setting() {
     let err = f.engine.traverse(&walk("a", "Alice", 1, 20)).unwrap_err();
     assert!(err.to_string().contains("CPERSONA_ASSOCIATIONS_ENABLED"));
     assert_eq!(count(&f, "entities"), 0);
-    // The default configuration is off.
-    assert!(!EngineConfig::new("x.db").associations_enabled);
+    // The default configuration has them on, as CPersona ships them; the seat stays off.
+    assert!(EngineConfig::new("x.db").associations_enabled);
     assert!(!EngineConfig::new("x.db").propagation_seat);
 }
 

@@ -1,6 +1,6 @@
-//! `declare_associations` and `traverse` through the real binary over stdio: off by default
-//! with a refusal naming the setting; when on, declare → traverse → recall with the
-//! association cue, and another agent sees nothing.
+//! `declare_associations` and `traverse` through the real binary over stdio: on by default;
+//! switched off, a refusal naming the setting and a `store` that still lands; declare →
+//! traverse → recall with the association cue, and another agent sees nothing.
 
 use std::path::Path;
 
@@ -18,12 +18,14 @@ fn call_tools(dir: &Path, env: &[(&str, &str)], tools: &[(&str, Value)]) -> Vec<
     call_tools_with(cmd, tools)
 }
 
+/// Switched off (`CPERSONA_ASSOCIATIONS_ENABLED=false`), the tools refuse and name the setting,
+/// and a `store` carrying associations still stores its memory, listing them as dropped.
 #[test]
-fn off_by_default_the_tools_refuse_and_say_how_to_enable() {
+fn switched_off_the_tools_refuse_and_a_store_still_lands() {
     let dir = tempfile::tempdir().unwrap();
     let out = call_tools(
         dir.path(),
-        &[],
+        &[("CPERSONA_ASSOCIATIONS_ENABLED", "false")],
         &[
             (
                 "declare_associations",
@@ -38,7 +40,7 @@ fn off_by_default_the_tools_refuse_and_say_how_to_enable() {
             ("list_memories", json!({"agent_id": "a"})),
         ],
     );
-    for (is_error, body) in &out[..3] {
+    for (is_error, body) in &out[..2] {
         assert!(*is_error, "{body}");
         assert_eq!(body["ok"], false);
         let error = body["error"].as_str().unwrap();
@@ -47,8 +49,60 @@ fn off_by_default_the_tools_refuse_and_say_how_to_enable() {
             "{error}"
         );
     }
-    // The refused store wrote nothing.
-    assert_eq!(out[3].1["count"], 0, "{}", out[3].1);
+    let (is_error, stored) = &out[2];
+    assert!(!is_error, "{stored}");
+    assert_eq!(stored["result"], "stored", "{stored}");
+    assert_eq!(stored["associations"]["entities"], 0, "{stored}");
+    let dropped = &stored["associations"]["dropped"][0];
+    assert_eq!(dropped["item"], "associations");
+    assert!(
+        dropped["reason"]
+            .as_str()
+            .unwrap()
+            .contains("CPERSONA_ASSOCIATIONS_ENABLED"),
+        "{stored}"
+    );
+    assert_eq!(out[3].1["count"], 1, "{}", out[3].1);
+}
+
+/// By default, as CPersona ships them, `store`'s associations are declared, and one that
+/// cannot be (a relation to a record that does not exist) never costs the memory.
+#[test]
+fn on_by_default_and_a_store_never_loses_its_memory_to_its_associations() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = call_tools(
+        dir.path(),
+        &[],
+        &[
+            (
+                "store",
+                json!({"agent_id": "a", "content": "Alice was here",
+                       "associations": {"entities": [{"name": "Alice"}]}}),
+            ),
+            ("traverse", json!({"agent_id": "a", "entity": "alice"})),
+            (
+                "store",
+                json!({"agent_id": "a", "content": "Bob too",
+                       "associations": {"relations": [
+                           {"subject": "Alice", "predicate": "knows", "object": "mem:999"}]}}),
+            ),
+            ("list_memories", json!({"agent_id": "a"})),
+        ],
+    );
+    let (is_error, first) = &out[0];
+    assert!(!is_error, "{first}");
+    assert_eq!(first["associations"]["entities"], 1, "{first}");
+    assert_eq!(out[1].1["entities"][0]["name"], "Alice", "{}", out[1].1);
+    let (is_error, second) = &out[2];
+    assert!(!is_error, "{second}");
+    assert_eq!(second["result"], "stored", "{second}");
+    assert_eq!(second["associations"]["relations"], 0, "{second}");
+    assert_eq!(
+        second["associations"]["dropped"].as_array().map(Vec::len),
+        Some(1),
+        "{second}"
+    );
+    assert_eq!(out[3].1["count"], 2, "{}", out[3].1);
 }
 
 #[test]

@@ -5,7 +5,7 @@
 use cpersona_engine::{DeclareRequest, Engine, EntityInput, RelationInput, TraverseRequest};
 use serde_json::{Value, json};
 
-use crate::mcp::backend::{ToolError, ToolResult};
+use crate::mcp::backend::ToolResult;
 use crate::mcp::engine::convert::{body, engine_error};
 use crate::mcp::wire;
 
@@ -79,22 +79,11 @@ pub(crate) fn traverse(engine: &Engine, args: wire::TraverseArgs) -> ToolResult 
     body(engine.traverse(&req))
 }
 
-/// Refuses `store` with associations while the feature is off (before anything is written).
-pub(crate) fn check_store(
-    engine: &Engine,
-    associations: Option<&wire::Associations>,
-) -> Result<(), ToolError> {
-    if associations.is_some() && !engine.config().associations_enabled {
-        return Err(ToolError::user(format!(
-            "store with associations refused: {}",
-            cpersona_engine::ASSOCIATIONS_DISABLED
-        )));
-    }
-    Ok(())
-}
-
 /// Declares `store`'s associations anchored to the stored row and adds CPersona's
-/// `associations: {entities, mentions, relations, dropped}` to the store body.
+/// `associations: {entities, mentions, relations, dropped}` to the store body. The memory is
+/// stored whatever becomes of its associations: when they cannot be declared (the feature
+/// switched off, a bound broken) the body says so under `dropped` and the store stands, so
+/// an agent never retries a store that landed.
 pub(crate) fn after_store(
     engine: &Engine,
     mut body: Value,
@@ -116,17 +105,22 @@ pub(crate) fn after_store(
         format!("mem:{id}"),
         session_key,
     );
-    let outcome = engine.declare_associations(&req).map_err(engine_error)?;
+    let report = match engine.declare_associations(&req) {
+        Ok(outcome) => json!({
+            "entities": outcome.entities.len(),
+            "mentions": outcome.mentions,
+            "relations": outcome.relations.len(),
+            "dropped": outcome.dropped,
+        }),
+        Err(err) => json!({
+            "entities": 0,
+            "mentions": 0,
+            "relations": 0,
+            "dropped": [{"item": "associations", "reason": err.to_string()}],
+        }),
+    };
     if let Some(object) = body.as_object_mut() {
-        object.insert(
-            "associations".to_owned(),
-            json!({
-                "entities": outcome.entities.len(),
-                "mentions": outcome.mentions,
-                "relations": outcome.relations.len(),
-                "dropped": outcome.dropped,
-            }),
-        );
+        object.insert("associations".to_owned(), report);
     }
     Ok(body)
 }

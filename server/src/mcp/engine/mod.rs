@@ -57,7 +57,6 @@ impl ToolBackend for EngineBackend {
                 req.metadata = object(args.metadata);
             }
         }
-        associations::check_store(&self.engine, args.associations.as_ref())?;
         let scope = (
             req.agent_id.clone(),
             req.project_id.clone(),

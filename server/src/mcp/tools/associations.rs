@@ -1,7 +1,7 @@
 //! `declare_associations` and `traverse`: declared entities, aliases, mentions and relations
-//! (CPersona 2.6 §1.3). Registered always; while `CPERSONA_ASSOCIATIONS_ENABLED` is off the
-//! backend refuses each call with `{"ok": false, "error": ...}` naming that setting. No
-//! logic lives here.
+//! (CPersona 2.6 §1.3). On by default, as CPersona ships them; a server started with
+//! `CPERSONA_ASSOCIATIONS_ENABLED=false` refuses each call with `{"ok": false, "error": ...}`
+//! naming that setting. No logic lives here.
 
 use rmcp::model::{CallToolResult, JsonObject};
 use rmcp::{tool, tool_router};
@@ -12,13 +12,13 @@ use crate::mcp::{McpServer, wire};
 const DECLARE: &str = "Declare entities (a name plus aliases) and relations (subject, \
 predicate, object: entity names or mem:<id>/ep:<id>) an agent's records mention, optionally \
 anchored to a record (`anchor_ref`, which then mentions each entity), or `retract` earlier \
-ones by id. Names match exactly after normalisation (NFKC, case, spaces). Off unless the \
-server sets CPERSONA_ASSOCIATIONS_ENABLED=true. Returns {ok, result, entities, mentions, \
+ones by id. Names match exactly after normalisation (NFKC, case, spaces). Refused when the \
+server sets CPERSONA_ASSOCIATIONS_ENABLED=false. Returns {ok, result, entities, mentions, \
 relations, dropped, retracted?}.";
 const TRAVERSE: &str = "Walk declared relations from `entity` (a name or alias) up to \
 `max_hops` (0-5) and list the entities reached (`limit` 1-100) with their aliases and \
-mentioning records, and the relations among them. Off unless the server sets \
-CPERSONA_ASSOCIATIONS_ENABLED=true. Returns {entity, entities, relations, entities_omitted?, \
+mentioning records, and the relations among them. Refused when the server sets \
+CPERSONA_ASSOCIATIONS_ENABLED=false. Returns {entity, entities, relations, entities_omitted?, \
 bounds?, reason?}.";
 
 #[tool_router(router = associations_router, vis = "pub")]
