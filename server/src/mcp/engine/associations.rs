@@ -6,7 +6,7 @@ use cpersona_engine::{DeclareRequest, Engine, EntityInput, RelationInput, Traver
 use serde_json::{Value, json};
 
 use crate::mcp::backend::ToolResult;
-use crate::mcp::engine::convert::{body, engine_error};
+use crate::mcp::engine::convert::body;
 use crate::mcp::wire;
 
 fn request(
