@@ -49,3 +49,43 @@ fn canonical_type(kind: &str) -> Option<&'static str> {
         _ => None,
     }
 }
+
+/// Whether a row whose `source.id` reads `value` (as text; a JSON number as its digits)
+/// passes a `source_id` filter of `wanted`, by CPersona 2.6.14's rule (its bug-336): a value
+/// ending in a letter or digit names one id and is compared whole, so `user:1` never admits
+/// `user:10`; one ending in anything else (`discord:`, `docs/`, `user-`) names a namespace and
+/// is a prefix. Compared byte for byte: `discord:Alice` is not `discord:alice`. An empty
+/// `wanted` is no filter; a row without an id passes none.
+pub fn source_id_matches(value: Option<&str>, wanted: &str) -> bool {
+    if wanted.is_empty() {
+        return true;
+    }
+    let Some(value) = value else {
+        return false;
+    };
+    let namespace = wanted.chars().last().is_some_and(|c| !c.is_alphanumeric());
+    if namespace {
+        value.starts_with(wanted)
+    } else {
+        value == wanted
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::source_id_matches;
+
+    #[test]
+    fn one_id_is_compared_whole_and_a_namespace_is_a_prefix() {
+        assert!(source_id_matches(Some("user:1"), "user:1"));
+        assert!(!source_id_matches(Some("user:10"), "user:1"));
+        assert!(!source_id_matches(Some("discord:alice"), "discord:Alice"));
+        assert!(source_id_matches(Some("discord:12345"), "discord:"));
+        assert!(source_id_matches(Some("docs/a.md"), "docs/"));
+        assert!(!source_id_matches(Some("slack:1"), "discord:"));
+        assert!(!source_id_matches(None, "user:1"));
+        assert!(source_id_matches(None, ""));
+        assert!(source_id_matches(Some("名前"), "名前"));
+        assert!(!source_id_matches(Some("名前前"), "名前"));
+    }
+}

@@ -5,13 +5,14 @@
 
 use std::collections::{HashMap, HashSet};
 
-use rusqlite::Connection;
 use rusqlite::types::Value;
+use rusqlite::{Connection, OptionalExtension};
 use serde::Serialize;
 
 use super::{Node, normalize, record_in_scope, resolve_entity};
 use crate::config::EngineConfig;
 use crate::error::{Error, Result};
+use crate::refs::{Ref, RefKind};
 use crate::scope::Scope;
 use crate::store::Store;
 use crate::text::{check_agent, check_key};
@@ -40,6 +41,9 @@ pub struct TraverseRequest {
     pub max_hops: usize,
     /// Entities to list (1–100).
     pub limit: usize,
+    /// Only mentions by memories whose `source.id` is this (CPersona's `source_id`); episodes
+    /// then only with a `channel`, as recall returns them. Empty: no source filter.
+    pub source_id: String,
 }
 
 /// One entity reached.
@@ -169,7 +173,6 @@ pub(crate) fn relations_of(conn: &Connection, scope: &Scope, id: i64) -> Result<
 
 /// The name of entity `id` if it lies in `scope`.
 pub(crate) fn entity_name(conn: &Connection, scope: &Scope, id: i64) -> Result<Option<String>> {
-    use rusqlite::OptionalExtension;
     let (pred, mut params) = scope.predicate("");
     params.push(Value::Integer(id));
     Ok(conn
@@ -180,8 +183,31 @@ pub(crate) fn entity_name(conn: &Connection, scope: &Scope, id: i64) -> Result<O
         .optional()?)
 }
 
-/// Refs of `scope` that mention entity `id`, newest mention first.
-pub(crate) fn mentions_of(conn: &Connection, scope: &Scope, id: i64) -> Result<Vec<String>> {
+/// Which mentioning records a caller may list beyond its scope: those of one source.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct MentionSource<'a> {
+    /// Memories only where `source.id` is this; `None`, any.
+    pub(crate) source_id: Option<&'a str>,
+    /// Whether episodes are listed (CPersona lists them under a source filter only when the
+    /// call names a channel, where recall would return them).
+    pub(crate) episodes: bool,
+}
+
+impl MentionSource<'_> {
+    /// No filter: every record of the scope.
+    pub(crate) const ANY: MentionSource<'static> = MentionSource {
+        source_id: None,
+        episodes: true,
+    };
+}
+
+/// Refs of `scope` (and of `source`) that mention entity `id`, newest mention first.
+pub(crate) fn mentions_of(
+    conn: &Connection,
+    scope: &Scope,
+    source: MentionSource<'_>,
+    id: i64,
+) -> Result<Vec<String>> {
     let mut stmt = conn.prepare_cached(
         "SELECT ref FROM entity_mentions WHERE entity_id = ? ORDER BY created_at_ms DESC, ref",
     )?;
@@ -192,11 +218,32 @@ pub(crate) fn mentions_of(conn: &Connection, scope: &Scope, id: i64) -> Result<V
     for text in refs {
         if let Ok(r) = text.parse()
             && record_in_scope(conn, scope, r)?
+            && of_source(conn, source, r)?
         {
             out.push(text);
         }
     }
     Ok(out)
+}
+
+/// Whether record `r` passes `source` (a memory's `source.id`, read as recall's filter
+/// reads it: text, or an integer as its digits).
+fn of_source(conn: &Connection, source: MentionSource<'_>, r: Ref) -> Result<bool> {
+    match (r.kind, source.source_id) {
+        (RefKind::Ep, _) => Ok(source.episodes),
+        (RefKind::Mem, None) => Ok(true),
+        (RefKind::Mem, Some(wanted)) => {
+            let id: Option<String> = conn
+                .prepare_cached(
+                    "SELECT CAST(json_extract(CASE WHEN json_valid(source) THEN source END, \
+                     '$.id') AS TEXT) FROM memories WHERE id = ?",
+                )?
+                .query_row([r.id], |row| row.get(0))
+                .optional()?
+                .flatten();
+            Ok(crate::source::source_id_matches(id.as_deref(), wanted))
+        }
+    }
 }
 
 fn iso(ms: i64) -> String {
@@ -235,6 +282,10 @@ pub(crate) fn traverse(
         req.project_id.as_deref(),
         req.channel.as_deref(),
     );
+    let source = MentionSource {
+        source_id: (!req.source_id.is_empty()).then_some(req.source_id.as_str()),
+        episodes: req.source_id.is_empty() || req.channel.as_deref().is_some_and(|c| !c.is_empty()),
+    };
     let mut outcome = TraverseOutcome {
         entity: req.entity.clone(),
         max_hops: req.max_hops,
@@ -322,7 +373,7 @@ pub(crate) fn traverse(
                 )?
                 .query_map([id], |row| row.get::<_, String>(0))?
                 .collect::<rusqlite::Result<Vec<_>>>()?;
-            let mut mentions = mentions_of(conn, &scope, id)?;
+            let mut mentions = mentions_of(conn, &scope, source, id)?;
             let extra = mentions.len().saturating_sub(MENTIONS_PER_ENTITY);
             mentions.truncate(MENTIONS_PER_ENTITY);
             outcome.entities.push(TraverseEntity {

@@ -12,7 +12,7 @@ use rusqlite::types::Value;
 
 use crate::associations::Node;
 use crate::associations::normalize;
-use crate::associations::traverse::{entity_name, mentions_of, relations_of};
+use crate::associations::traverse::{MentionSource, entity_name, mentions_of, relations_of};
 use crate::config::EngineConfig;
 use crate::error::Result;
 use crate::recall::pass::Pass;
@@ -176,7 +176,7 @@ fn association_seats(
         }
         let mut ordered: Vec<(Ref, String, usize)> = Vec::new();
         for (id, name, hops) in &entities {
-            for text in mentions_of(conn, scope, *id)? {
+            for text in mentions_of(conn, scope, MentionSource::ANY, *id)? {
                 if let Ok(r) = text.parse() {
                     ordered.push((r, name.clone(), *hops));
                 }

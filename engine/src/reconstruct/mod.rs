@@ -3,7 +3,7 @@
 //! relations read within the caller's `Scope`, then the pure stages of `reconstruct/`.
 //!
 //! The candidate recall gets the caller's `time_cue` (a prior and held places, never a filter:
-//! recall's own contract) and `source_id` (recall's prefix filter), so both act exactly as in
+//! recall's own contract) and `source_id` (recall's source filter), so both act exactly as in
 //! `recall`. A `mode` (reference §4.2 step 11, `reconstruct/mode.rs`) sets its window and
 //! default budget, skips the relation walk and, without `trace`, returns the shortened shape
 //! (`reconstruct/compact.rs`) fitted to its cap on `cl100k_base` tokens of the JSON the
@@ -80,7 +80,8 @@ pub struct ReconstructRequest {
     /// When the sought memory happened: passed to the candidate recall (a prior, never a
     /// filter).
     pub time_cue: Option<TimeCue>,
-    /// Recall's prefix filter on `source.id` (memories only); empty = none.
+    /// Recall's filter on `source.id` (memories only; `crate::source::source_id_matches`);
+    /// empty = none.
     pub source_id: String,
     /// `lite` or `pro`; `None` = the default shape.
     pub mode: Option<ReconstructMode>,

@@ -468,3 +468,47 @@ fn a_traced_recall_shows_its_held_places_and_replays_them() {
     assert!(out.unchanged && out.exact, "{out:?}");
     assert_eq!(out.refs_best_first().len(), returned.len());
 }
+
+/// `traverse`'s `source_id` lists only the mentions by memories of that source, read as
+/// recall reads it: one id whole (`discord:1` is not `discord:10`), or a namespace.
+#[test]
+fn traverse_source_id_lists_only_that_sources_mentions() {
+    let f = fixture_with(true, false);
+    let mut ids = Vec::new();
+    for source in ["discord:1", "discord:10", "slack:1"] {
+        let id = crate::common::store_request(
+            &f,
+            &StoreRequest {
+                agent_id: "a".into(),
+                content: format!("Alice said hello on {source}"),
+                source: Some(serde_json::json!({"type": "User", "id": source})),
+                timestamp: Some("2026-01-01T00:00:00+00:00".into()),
+                ..StoreRequest::default()
+            },
+        );
+        let mut req = declare("a");
+        req.entities.push(entity("Alice", &[]));
+        req.anchor_ref = format!("mem:{id}");
+        f.engine.declare_associations(&req).unwrap();
+        ids.push(format!("mem:{id}"));
+    }
+    let mentions = |source_id: &str| -> Vec<String> {
+        let req = TraverseRequest {
+            source_id: source_id.into(),
+            ..walk("a", "Alice", 0, 20)
+        };
+        let mut refs = f.engine.traverse(&req).unwrap().entities[0]
+            .mentions
+            .clone();
+        refs.sort();
+        refs
+    };
+    let mut all = ids.clone();
+    all.sort();
+    assert_eq!(mentions(""), all);
+    assert_eq!(mentions("discord:1"), vec![ids[0].clone()]);
+    let mut discord = vec![ids[0].clone(), ids[1].clone()];
+    discord.sort();
+    assert_eq!(mentions("discord:"), discord);
+    assert!(mentions("nobody").is_empty());
+}

@@ -40,7 +40,7 @@ pub struct Source {
     #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 256))]
     pub kind: Option<String>,
-    /// The speaker's id, e.g. `discord:12345` (recall's `source_id` filters on its prefix).
+    /// The speaker's id, e.g. `discord:12345` (recall's `source_id` selects one id, or a namespace such as `discord:`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 256))]
     pub id: Option<String>,
@@ -257,7 +257,8 @@ pub struct RecallArgs {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 256))]
     pub project_id: Option<String>,
-    /// Prefix filter on `source.id` (memories only).
+    /// Filter on `source.id` (memories only): one id whole, or a namespace when it ends in
+    /// a delimiter (`discord:`), as CPersona 2.6.14 reads it.
     #[serde(default)]
     #[schemars(length(max = 256))]
     pub source_id: String,
@@ -325,7 +326,8 @@ pub struct RecallWithContextArgs {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 256))]
     pub project_id: Option<String>,
-    /// Prefix filter on `source.id` (memories only).
+    /// Filter on `source.id` (memories only): one id whole, or a namespace when it ends in
+    /// a delimiter (`discord:`), as CPersona 2.6.14 reads it.
     #[serde(default)]
     #[schemars(length(max = 256))]
     pub source_id: String,

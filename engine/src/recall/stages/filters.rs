@@ -21,7 +21,8 @@ pub const EXACT_MATCH_BELOW_CHARS: usize = 32;
 pub struct RowFilters {
     /// Contents to leave out, normalised (trimmed, lowercased, blanks dropped).
     exclude: Vec<String>,
-    /// Prefix of a memory's `source.id`; empty = no filter.
+    /// A memory's `source.id`: one id, or a namespace when it ends in a delimiter
+    /// (`crate::source::source_id_matches`); empty = no filter.
     source_id: String,
     /// Vector hits below this cosine are dropped.
     min_similarity: Option<f64>,
@@ -44,7 +45,7 @@ pub struct RowFacts {
 pub struct FilterReport {
     /// Hits whose content matched `exclude_contents`.
     pub excluded: usize,
-    /// Hits outside `source_id` (memories without that source prefix, episodes).
+    /// Hits outside `source_id` (memories of another source, episodes).
     pub source_mismatch: usize,
     /// Vector hits below `min_similarity`.
     pub below_similarity: usize,
@@ -114,9 +115,10 @@ impl RowFilters {
         }
         match r.kind {
             RefKind::Ep => !self.skip_episodes,
-            RefKind::Mem => facts
-                .and_then(|f| f.source_id.as_deref())
-                .is_some_and(|id| id.starts_with(self.source_id.as_str())),
+            RefKind::Mem => crate::source::source_id_matches(
+                facts.and_then(|f| f.source_id.as_deref()),
+                &self.source_id,
+            ),
         }
     }
 
@@ -207,7 +209,7 @@ mod tests {
 
     fn facts(r: Ref) -> Option<RowFacts> {
         let (content, source) = match (r.kind, r.id) {
-            (RefKind::Mem, 1) => ("Tea in Kyoto", Some("discord:1/a")),
+            (RefKind::Mem, 1) => ("Tea in Kyoto", Some("discord:1")),
             (RefKind::Mem, 2) => ("coffee in berlin", Some("discord:2")),
             (RefKind::Mem, 3) => (
                 "a long memory about the quarterly budget meeting and its outcome",

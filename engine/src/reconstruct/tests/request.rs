@@ -1,5 +1,5 @@
 //! `reconstruct` applies `source_id`, `time_cue` and `mode` (reference cpersona-2.6.14 §4):
-//! source_id as recall's prefix filter, the time cue as recall's prior (never a filter),
+//! source_id as recall's source filter, the time cue as recall's prior (never a filter),
 //! a mode's window, default budget and skipped walk; and `archive_episode` builds the derived
 //! sets so episodes get block quotes too.
 

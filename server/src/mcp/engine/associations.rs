@@ -75,6 +75,7 @@ pub(crate) fn traverse(engine: &Engine, args: wire::TraverseArgs) -> ToolResult 
         entity: args.entity,
         max_hops: args.max_hops as usize,
         limit: args.limit as usize,
+        source_id: args.source_id,
     };
     body(engine.traverse(&req))
 }

@@ -12,7 +12,7 @@ keywords). Call it at session start and whenever the user refers to something fr
 come back in ASCENDING relevance: the LAST message is the best. Rows longer than 500 characters \
 are cut to a preview with `content_truncated` and a `ref`: pass the ref to `get_contents`, or set \
 `full_content: true`. Filters: `channel` (that channel plus channel-less rows), `project_id` \
-(that project plus the global pool), `source_id` (prefix of source.id), `exclude_contents`. \
+(that project plus the global pool), `source_id` (one source.id, or a namespace ending in a delimiter such as `discord:`), `exclude_contents`. \
 `time_cue` {after?, before?} or {ago: {unit: days|weeks|months, value} | \"long_ago\"}, with \
 `confidence` sure|likely|vague, says when it happened: a prior that re-orders and may hold up to 3 places, \
 never a filter. Returns {messages, advisory?, gate_fallback?, time_cue?, ...}.";

@@ -55,7 +55,8 @@ pub struct ReconstructArgs {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 256))]
     pub project_id: Option<String>,
-    /// Prefix filter on `source.id` (memories only).
+    /// Filter on `source.id` (memories only): one id whole, or a namespace when it ends in
+    /// a delimiter (`discord:`), as CPersona 2.6.14 reads it.
     #[serde(default)]
     #[schemars(length(max = 256))]
     pub source_id: String,
@@ -164,7 +165,8 @@ pub struct TraverseArgs {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 256))]
     pub project_id: Option<String>,
-    /// Prefix filter on `source.id` (memories only).
+    /// Filter on `source.id` (memories only): one id whole, or a namespace when it ends in
+    /// a delimiter (`discord:`), as CPersona 2.6.14 reads it.
     #[serde(default)]
     #[schemars(length(max = 256))]
     pub source_id: String,
