@@ -153,7 +153,7 @@ impl RecallError {
 }
 
 /// Why there is no calibration.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum CalibrationError {
     /// `vectors` and `sessions` differ in length.
     #[error("calibration got {vectors} vectors and {sessions} session labels")]
@@ -166,5 +166,13 @@ pub enum CalibrationError {
         null_pairs: usize,
         positive_pairs: usize,
         needed: usize,
+    },
+    /// The method placed the threshold above 1.0, a cosine no vector reaches.
+    #[error(
+        "the computed threshold {threshold} is above the maximum cosine similarity of 1.0 (method={method}); use a smaller z_factor or percentile"
+    )]
+    AboveOne {
+        threshold: f64,
+        method: &'static str,
     },
 }

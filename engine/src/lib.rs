@@ -90,7 +90,10 @@ pub use profiles::{GetProfileOutcome, UpdateProfileOutcome, UpdateProfileRequest
 pub use recall::arms::lexical::{CapActed, CapPolicy};
 pub use recall::arms::probe::LexicalArms;
 pub use recall::arms::vector::VectorTableReport;
-pub use recall::calibration::{PRESETS, PrecisionOutcome, precision_label};
+pub use recall::calibration::{
+    CalibrateRequest, MAX_SAMPLE_SIZE, PRESETS, PrecisionOutcome, precision_label,
+};
+pub use recall::stages::calibrate::ThresholdMethod;
 pub use recall::stages::cue::{CueConfidence, TimeCue};
 pub use recall::{
     CALIBRATION_SAMPLE_ROWS, CalibrationOutcome, MAX_MEMORIES, POOL_COUNT_CAP, PREFILTER_MIN_ROWS,
@@ -257,9 +260,10 @@ impl Engine {
         recall::get_contents(&self.store, agent_id, project_id, channel, refs)
     }
 
-    /// `calibrate_threshold`: fits and stores the gate's threshold for `agent_id`.
-    pub fn calibrate_threshold(&self, agent_id: &str) -> Result<CalibrationOutcome> {
-        recall::calibration::calibrate_threshold(&self.store, &self.config, agent_id)
+    /// `calibrate_threshold`: fits and stores the gate's threshold for `req.agent_id` (the
+    /// global one for `""`).
+    pub fn calibrate_threshold(&self, req: &CalibrateRequest<'_>) -> Result<CalibrationOutcome> {
+        recall::calibration::calibrate_threshold(&self.store, &self.config, req)
     }
 
     /// The agent's own β, if one is set.

@@ -1,6 +1,9 @@
 //! The gate's calibration: `calibrate_threshold` fits the gate's cosine threshold to one
-//! agent's stored vectors and stores it in the `calibration` table, which recall's gate then
-//! reads; it reads only that agent's rows.
+//! agent's stored vectors (reading only that agent's rows) or, for `agent_id: ""`, to every
+//! agent's (the global threshold, which the gate falls back to for an agent without its own),
+//! and stores it in the `calibration` table, which recall's gate then reads. CPersona's
+//! `method` (`separation`, `percentile`, `zscore`), `sample_size`, `z_factor` and
+//! `percentile` choose how.
 //!
 //! The per-agent recall precision (`set_recall_precision` / `get_recall_precision`,
 //! reference 2.5 §2 tools 19–20, 2.6.14 §1.3) is the β of the calibration objective
@@ -17,25 +20,65 @@ pub const CALIBRATION_SAMPLE_ROWS: usize = 5_000;
 use crate::config::EngineConfig;
 use crate::error::{Error, Result};
 use crate::recall::read::{SCORING_VERSION, parse_json};
-use crate::recall::stages::calibrate::{CalibrationParams, calibrate};
+use crate::recall::stages::calibrate::{CalibrationParams, ThresholdMethod, calibrate};
 use crate::recall::types::CalibrationOutcome;
 use crate::store::Store;
 use crate::vector::{decode, format_from_tag};
 
-/// Calibrates the gate for `agent_id` from its stored vectors (newest
-/// [`CALIBRATION_SAMPLE_ROWS`] memories, sessions = `source.id`, else `msg_id` prefix,
-/// else channel) and stores it in the `calibration` table, which the gate then reads.
+/// The most rows `sample_size` may ask for: the null is every pair among them, so its cost
+/// grows with the square (CPersona clamps for the same reason, its bug-053).
+pub const MAX_SAMPLE_SIZE: usize = 2_000;
+
+/// `calibrate_threshold` as the engine takes it.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct CalibrateRequest<'a> {
+    /// The agent; `""` calibrates the global threshold from every agent's rows.
+    pub agent_id: &'a str,
+    /// How the threshold is placed; `separation` by default.
+    pub method: ThresholdMethod,
+    /// Rows sampled for the null distribution (1..=[`MAX_SAMPLE_SIZE`]); `None`, 200.
+    pub sample_size: Option<usize>,
+}
+
+impl CalibrateRequest<'_> {
+    fn check(&self) -> Result<()> {
+        if let Some(n) = self.sample_size
+            && !(1..=MAX_SAMPLE_SIZE).contains(&n)
+        {
+            return Err(Error::invalid(
+                "sample_size",
+                format!("must be in 1..={MAX_SAMPLE_SIZE}, got {n}"),
+            ));
+        }
+        match self.method {
+            ThresholdMethod::Percentile(q) if !(q.is_finite() && q > 0.0 && q <= 1.0) => Err(
+                Error::invalid("percentile", format!("must be in (0, 1], got {q}")),
+            ),
+            ThresholdMethod::ZScore(z) if !(z.is_finite() && (-10.0..=10.0).contains(&z)) => Err(
+                Error::invalid("z_factor", format!("must be in -10..=10, got {z}")),
+            ),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// Calibrates the gate for `req.agent_id` (every agent for `""`) from its stored vectors
+/// (newest [`CALIBRATION_SAMPLE_ROWS`] memories, sessions = `source.id`, else channel, per
+/// agent) and stores it in the `calibration` table, which the gate then reads.
 pub(crate) fn calibrate_threshold(
     store: &Store,
     config: &EngineConfig,
-    agent_id: &str,
+    req: &CalibrateRequest<'_>,
 ) -> Result<CalibrationOutcome> {
+    req.check()?;
+    let agent_id = req.agent_id;
     let target = store.vector_target();
     let (vectors, sessions) = store.read(|conn| {
         let mut stmt = conn.prepare(
-            "SELECT embedding, embedding_format, source, channel FROM memories \
-             WHERE agent_id = ?1 AND embedding IS NOT NULL AND embedding_model = ?2 \
-             AND embedding_dim = ?3 ORDER BY created_at_ms DESC, id ASC LIMIT ?4",
+            "SELECT embedding, embedding_format, source, channel, agent_id FROM memories \
+             WHERE (?1 = '' OR agent_id = ?1) AND embedding IS NOT NULL \
+             AND embedding_model = ?2 AND embedding_dim = ?3 \
+             ORDER BY created_at_ms DESC, id ASC LIMIT ?4",
         )?;
         let mut rows = stmt.query(rusqlite::params![
             agent_id,
@@ -59,8 +102,10 @@ pub(crate) fn calibrate_threshold(
                 .unwrap_or_else(|| {
                     format!("channel:{}", row.get::<_, String>(3).unwrap_or_default())
                 });
+            // Two agents' rows never share a session, whatever their sources say.
+            let owner: String = row.get(4)?;
             vectors.push(v);
-            sessions.push(session);
+            sessions.push((owner, session));
         }
         // Oldest first: positive pairs are consecutive members of a session in time order.
         vectors.reverse();
@@ -68,9 +113,12 @@ pub(crate) fn calibrate_threshold(
         Ok((vectors, sessions))
     })?;
     let refs: Vec<&[f32]> = vectors.iter().map(Vec::as_slice).collect();
+    let defaults = CalibrationParams::default();
     let params = CalibrationParams {
+        method: req.method,
+        null_rows: req.sample_size.unwrap_or(defaults.null_rows),
         beta: effective_recall_beta(store, config, agent_id)?,
-        ..CalibrationParams::default()
+        ..defaults
     };
     let calibration = calibrate(&refs, &sessions, &params)?;
     let payload = serde_json::to_string(&calibration).map_err(|err| Error::InvalidInput {
@@ -185,7 +233,11 @@ pub(crate) fn set_recall_precision(
     }
     let previous = recall_beta(store, agent_id)?;
     store_recall_beta(store, agent_id, beta)?;
-    let calibration = match calibrate_threshold(store, config, agent_id) {
+    let request = CalibrateRequest {
+        agent_id,
+        ..CalibrateRequest::default()
+    };
+    let calibration = match calibrate_threshold(store, config, &request) {
         Ok(outcome) => Ok(outcome),
         Err(err) => {
             store_recall_beta(store, agent_id, previous)?;

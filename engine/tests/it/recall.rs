@@ -2,8 +2,9 @@
 //! corpora with the hashed-words test embedder.
 
 use cpersona_engine::{
-    ArchiveEpisodeRequest, Engine, EngineConfig, IndexTable, ListMemoriesRequest, MemoryIdRequest,
-    RecallQuery, ReconstructRequest, StoreId, StoreRequest, UpdateMemoryRequest,
+    ArchiveEpisodeRequest, CalibrateRequest, Engine, EngineConfig, IndexTable, ListMemoriesRequest,
+    MAX_SAMPLE_SIZE, MemoryIdRequest, RecallQuery, ReconstructRequest, StoreId, StoreRequest,
+    ThresholdMethod, UpdateMemoryRequest,
 };
 use cpersona_index::Kernels;
 use proptest::prelude::*;
@@ -474,7 +475,13 @@ fn calibration_is_stored_and_used_by_the_gate() {
             })
             .unwrap();
     }
-    let out = f.engine.calibrate_threshold("a").unwrap();
+    let out = f
+        .engine
+        .calibrate_threshold(&CalibrateRequest {
+            agent_id: "a",
+            ..CalibrateRequest::default()
+        })
+        .unwrap();
     let mut rq = query("a", "apple river");
     rq.trace = true;
     let r = f.engine.recall(&rq).unwrap();
@@ -483,6 +490,81 @@ fn calibration_is_stored_and_used_by_the_gate() {
         serde_json::to_value(gate.origin).unwrap(),
         json!("calibrated"),
         "{out:?}"
+    );
+}
+
+/// CPersona's `method`, `sample_size`, `z_factor` and `percentile` place the threshold on
+/// the null distribution as it does (a quantile; mean + z·std), bounds refuse, and the
+/// global scope (`agent_id: ""`) calibrates from every agent's rows into the row the gate
+/// falls back to for an agent without its own.
+#[test]
+fn calibration_methods_sample_size_and_the_global_scope() {
+    let f = fixture();
+    for agent in ["a", "b"] {
+        for i in 0..60 {
+            f.engine
+                .store(&StoreRequest {
+                    agent_id: agent.into(),
+                    content: sentence(i, 4),
+                    source: Some(json!({"type": "user", "id": format!("s{}", i % 5)})),
+                    ..StoreRequest::default()
+                })
+                .unwrap();
+        }
+    }
+    let run = |agent_id, method, sample_size| {
+        f.engine.calibrate_threshold(&CalibrateRequest {
+            agent_id,
+            method,
+            sample_size,
+        })
+    };
+    let p50 = run("a", ThresholdMethod::Percentile(0.5), None)
+        .unwrap()
+        .calibration;
+    let p99 = run("a", ThresholdMethod::Percentile(0.99), None)
+        .unwrap()
+        .calibration;
+    assert_eq!((p50.method, p50.percentile), ("percentile", Some(0.5)));
+    assert!(p99.threshold > p50.threshold, "{p50:?} {p99:?}");
+    // The median admits about half the null pairs (this corpus's cosines tie, and the
+    // threshold is rounded to 4 decimals), the 99th percentile about 1%.
+    assert!((0.35..=0.65).contains(&p50.null_admit_rate), "{p50:?}");
+    assert!(p99.null_admit_rate <= 0.05, "{p99:?}");
+    let z = run("a", ThresholdMethod::ZScore(1.0), None)
+        .unwrap()
+        .calibration;
+    let expected = (z.null_mean + z.null_std).max(0.05);
+    assert!((z.threshold - expected).abs() < 2e-4, "{z:?}");
+    assert_eq!(z.z_factor, Some(1.0));
+    let small = run("a", ThresholdMethod::Percentile(0.5), Some(10))
+        .unwrap()
+        .calibration;
+    assert_eq!(small.sampled_rows, 10);
+    for (method, size, field) in [
+        (ThresholdMethod::Percentile(0.0), None, "percentile"),
+        (ThresholdMethod::Percentile(1.5), None, "percentile"),
+        (ThresholdMethod::ZScore(f64::NAN), None, "z_factor"),
+        (ThresholdMethod::Separation, Some(0), "sample_size"),
+        (
+            ThresholdMethod::Separation,
+            Some(MAX_SAMPLE_SIZE + 1),
+            "sample_size",
+        ),
+    ] {
+        let err = run("a", method, size).unwrap_err();
+        assert!(err.to_string().contains(field), "{err}");
+    }
+    // The global scope reads both agents, and an agent without its own row uses it.
+    let global = run("", ThresholdMethod::Separation, None).unwrap();
+    assert_eq!(global.agent_id, "");
+    assert_eq!(global.calibration.sampled_rows, 120);
+    let mut rq = query("b", "apple river");
+    rq.trace = true;
+    let gate = f.engine.recall(&rq).unwrap().stages.unwrap().gate;
+    assert_eq!(
+        serde_json::to_value(gate.origin).unwrap(),
+        json!("calibrated")
     );
 }
 

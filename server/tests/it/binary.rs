@@ -472,6 +472,44 @@ fn a_lone_surrogate_gets_a_parse_error_and_the_server_keeps_serving() {
     assert_eq!(bodies[0]["count"], 0, "{}", bodies[0]);
 }
 
+/// `calibrate_threshold` honours CPersona's `method`, `percentile` (95 read as 0.95),
+/// `z_factor` and `sample_size`, and `agent_id: ""` calibrates the global threshold.
+#[test]
+fn calibrate_threshold_takes_cpersonas_arguments_and_the_global_scope() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut calls: Vec<(&str, Value)> = (0..40)
+        .map(|i| {
+            (
+                "store",
+                json!({"agent_id": if i % 2 == 0 { "a" } else { "b" },
+                       "content": format!("session {} apple river note {i}", i / 5),
+                       "source": {"type": "User", "id": format!("s{}", i / 5)}}),
+            )
+        })
+        .collect();
+    calls.extend([
+        (
+            "calibrate_threshold",
+            json!({"agent_id": "a", "method": "percentile", "percentile": 95, "sample_size": 12}),
+        ),
+        (
+            "calibrate_threshold",
+            json!({"agent_id": "a", "method": "zscore", "z_factor": 0.5}),
+        ),
+        ("calibrate_threshold", json!({"agent_id": ""})),
+    ]);
+    let out = call_tools(dir.path(), &calls);
+    let (percentile, zscore, global) = (&out[40], &out[41], &out[42]);
+    assert_eq!(percentile["method"], "percentile", "{percentile}");
+    assert_eq!(percentile["percentile"], 0.95, "{percentile}");
+    assert_eq!(percentile["sampled_embeddings"], 12, "{percentile}");
+    assert_eq!(zscore["method"], "zscore", "{zscore}");
+    assert_eq!(zscore["calibration"]["z_factor"], 0.5, "{zscore}");
+    assert_ne!(zscore["new_threshold"], percentile["new_threshold"]);
+    assert_eq!(global["scope"], "global", "{global}");
+    assert_eq!(global["sampled_embeddings"], 40, "{global}");
+}
+
 /// `set_recall_precision` stores the agent's β and recalibrates with it; `get_recall_precision`
 /// reads it back; `check_health` warns once the live tail passes the stated share.
 #[test]

@@ -19,9 +19,35 @@ use serde::Serialize;
 
 use super::gate::round4;
 
+/// How the threshold is placed on the null distribution (CPersona's `method`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub enum ThresholdMethod {
+    /// The point that best separates the null from the positive pairs, `TPR + β·(1 − FPR)`.
+    #[default]
+    Separation,
+    /// This quantile of the null cosines (a fraction in (0, 1], linear interpolation as
+    /// numpy's default): distribution-free, robust to anisotropic models.
+    Percentile(f64),
+    /// `mean + z·std` of the null cosines.
+    ZScore(f64),
+}
+
+impl ThresholdMethod {
+    /// CPersona's name for it.
+    pub fn name(self) -> &'static str {
+        match self {
+            ThresholdMethod::Separation => "separation",
+            ThresholdMethod::Percentile(_) => "percentile",
+            ThresholdMethod::ZScore(_) => "zscore",
+        }
+    }
+}
+
 /// Calibration settings (the caller passes them; defaults are CPersona's).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct CalibrationParams {
+    /// How the threshold is placed (`separation` by default, as CPersona 2.6.14).
+    pub method: ThresholdMethod,
     /// Seed of the sampler: the same seed and input give the same threshold.
     pub seed: u64,
     /// Rows sampled for the null distribution (CPersona: 200, up to 2,000); all pairs of
@@ -44,6 +70,7 @@ pub struct CalibrationParams {
 impl Default for CalibrationParams {
     fn default() -> CalibrationParams {
         CalibrationParams {
+            method: ThresholdMethod::Separation,
             seed: 42,
             null_rows: 200,
             positive_pairs: 2_000,
@@ -60,10 +87,16 @@ impl Default for CalibrationParams {
 pub struct Calibration {
     /// The cosine threshold, rounded to 4 decimals and floored.
     pub threshold: f64,
-    /// True when the floor, not the separation point, set the threshold.
+    /// True when the floor, not the method's point, set the threshold.
     pub floored: bool,
-    /// `"separation"`.
+    /// `"separation"`, `"percentile"` or `"zscore"`.
     pub method: &'static str,
+    /// The quantile used (`percentile` only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub percentile: Option<f64>,
+    /// The z used (`zscore` only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub z_factor: Option<f64>,
     /// The seed used.
     pub seed: u64,
     /// Rows sampled for the null.
@@ -137,56 +170,50 @@ pub fn calibrate<S: Eq + Hash>(
         keep.sort_unstable();
         pairs = keep.into_iter().map(|k| pairs[k]).collect();
     }
-    let positive: Vec<f64> = pairs.iter().map(|&(i, j)| cosine(&unit, i, j)).collect();
+    let mut positive: Vec<f64> = pairs.iter().map(|&(i, j)| cosine(&unit, i, j)).collect();
 
-    if null.len() < params.min_pairs || positive.len() < params.min_pairs {
+    // Only the separation point needs positive pairs; the null methods report them when
+    // there are any.
+    let needs_positive = params.method == ThresholdMethod::Separation;
+    if null.len() < params.min_pairs || (needs_positive && positive.len() < params.min_pairs) {
         return Err(CalibrationError::TooFewPairs {
             null_pairs: null.len(),
             positive_pairs: positive.len(),
             needed: params.min_pairs,
         });
     }
-    Ok(separation(null, positive, picked.len(), params))
-}
-
-/// The separation point: over `sweep_points` evenly spaced candidates between the smallest
-/// and largest observed cosine, the first maximiser of `TPR(t) + β·(1 − FPR(t))`.
-fn separation(
-    mut null: Vec<f64>,
-    mut positive: Vec<f64>,
-    sampled_rows: usize,
-    params: &CalibrationParams,
-) -> Calibration {
     null.sort_by(f64::total_cmp);
     positive.sort_by(f64::total_cmp);
-    let lo = null[0].min(positive[0]);
-    let hi = null[null.len() - 1].max(positive[positive.len() - 1]);
-    let admit = |sorted: &[f64], t: f64| {
-        ratio(
-            sorted.len() - sorted.partition_point(|&v| v < t),
-            sorted.len(),
-        )
+    let (null_mean, null_std) = mean_std(&null);
+    let raw = match params.method {
+        ThresholdMethod::Separation => separation(&null, &positive, params),
+        ThresholdMethod::Percentile(q) => quantile(&null, q),
+        ThresholdMethod::ZScore(z) => null_mean + z * null_std,
     };
-    let steps = params.sweep_points.max(2);
-    let mut best = (f64::NEG_INFINITY, lo);
-    for step in 0..steps {
-        let t = lo + (hi - lo) * ratio(step, steps - 1);
-        let objective = admit(&positive, t) + params.beta * (1.0 - admit(&null, t));
-        if objective > best.0 {
-            best = (objective, t);
-        }
-    }
-    let raw = round4(best.1);
     let threshold = round4(raw.max(params.floor));
+    // A cosine no vector can reach would leave the vector arm empty (CPersona refuses it).
+    if threshold > 1.0 {
+        return Err(CalibrationError::AboveOne {
+            threshold,
+            method: params.method.name(),
+        });
+    }
     let tpr = admit(&positive, threshold);
     let fpr = admit(&null, threshold);
-    let (null_mean, null_std) = mean_std(&null);
-    Calibration {
+    Ok(Calibration {
         threshold,
         floored: raw < params.floor,
-        method: "separation",
+        method: params.method.name(),
+        percentile: match params.method {
+            ThresholdMethod::Percentile(q) => Some(q),
+            _ => None,
+        },
+        z_factor: match params.method {
+            ThresholdMethod::ZScore(z) => Some(z),
+            _ => None,
+        },
         seed: params.seed,
-        sampled_rows,
+        sampled_rows: picked.len(),
         null_pairs: null.len(),
         positive_pairs: positive.len(),
         null_mean: round4(null_mean),
@@ -195,7 +222,42 @@ fn separation(
         null_admit_rate: round4(fpr),
         positive_admit_rate: round4(tpr),
         youden_j: round4(tpr - fpr),
+    })
+}
+
+/// The share of `sorted` (ascending) at or above `t`.
+fn admit(sorted: &[f64], t: f64) -> f64 {
+    ratio(
+        sorted.len() - sorted.partition_point(|&v| v < t),
+        sorted.len(),
+    )
+}
+
+/// The `q` quantile of `sorted` (ascending, non-empty), interpolated linearly between the
+/// two nearest ranks, as numpy's default.
+fn quantile(sorted: &[f64], q: f64) -> f64 {
+    let position = (sorted.len() - 1) as f64 * q.clamp(0.0, 1.0);
+    let below = position.floor() as usize;
+    let above = position.ceil() as usize;
+    sorted[below] + (sorted[above] - sorted[below]) * (position - below as f64)
+}
+
+/// The separation point, rounded: over `sweep_points` evenly spaced candidates between the
+/// smallest and largest observed cosine (both lists sorted, non-empty), the first maximiser
+/// of `TPR(t) + β·(1 − FPR(t))`.
+fn separation(null: &[f64], positive: &[f64], params: &CalibrationParams) -> f64 {
+    let lo = null[0].min(positive[0]);
+    let hi = null[null.len() - 1].max(positive[positive.len() - 1]);
+    let steps = params.sweep_points.max(2);
+    let mut best = (f64::NEG_INFINITY, lo);
+    for step in 0..steps {
+        let t = lo + (hi - lo) * ratio(step, steps - 1);
+        let objective = admit(positive, t) + params.beta * (1.0 - admit(null, t));
+        if objective > best.0 {
+            best = (objective, t);
+        }
     }
+    round4(best.1)
 }
 
 /// The most common vector length among non-empty rows (ties: the smaller length), so rows

@@ -4,7 +4,7 @@
 //! happens here: `exclude_contents` and `source_id` travel in the `RecallQuery` and the engine
 //! applies them before its count cut (the body says how many hits they removed, `excluded`).
 
-use cpersona_engine::{RecallQuery, RecallResult};
+use cpersona_engine::{CalibrateRequest, RecallQuery, RecallResult, ThresholdMethod};
 use serde_json::{Value, json};
 
 use crate::mcp::backend::{ToolError, ToolResult};
@@ -117,22 +117,43 @@ pub(crate) fn calibrate_threshold(
     backend: &EngineBackend,
     args: wire::CalibrateArgs,
 ) -> ToolResult {
+    // CPersona reads a percentile above 1 as a percent (95 is 0.95).
+    let percentile = if args.percentile > 1.0 {
+        args.percentile / 100.0
+    } else {
+        args.percentile
+    };
+    let method = match args.method {
+        wire::CalibrationMethod::Separation => ThresholdMethod::Separation,
+        wire::CalibrationMethod::Percentile => ThresholdMethod::Percentile(percentile),
+        wire::CalibrationMethod::Zscore => ThresholdMethod::ZScore(args.z_factor),
+    };
+    let request = CalibrateRequest {
+        agent_id: &args.agent_id,
+        method,
+        sample_size: Some(args.sample_size as usize),
+    };
     let outcome = backend
         .engine()
-        .calibrate_threshold(&args.agent_id)
+        .calibrate_threshold(&request)
         .map_err(engine_error)?;
     let scope = if args.agent_id.is_empty() {
         "global"
     } else {
         "agent"
     };
+    let calibration = &outcome.calibration;
     Ok(json!({
         "ok": true,
         "scope": scope,
         "agent_id": outcome.agent_id,
-        "new_threshold": outcome.calibration.threshold,
-        "calibration": encode(&outcome.calibration)?,
-        "requested": {"method": encode(&args.method)?, "sample_size": args.sample_size,
-                      "applied": false},
+        "method": calibration.method,
+        "z_factor": args.z_factor,
+        "percentile": percentile,
+        "sampled_embeddings": calibration.sampled_rows,
+        "num_pairs": calibration.null_pairs,
+        "null_admit_rate": calibration.null_admit_rate,
+        "new_threshold": calibration.threshold,
+        "calibration": encode(calibration)?,
     }))
 }
