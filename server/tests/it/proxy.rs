@@ -14,7 +14,7 @@ use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Child, ChildStdin, Command, ExitStatus, Output, Stdio};
-use std::sync::mpsc;
+use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -446,6 +446,63 @@ fn against_a_session_remote_ids_streams_errors_and_the_closing_delete() {
     let posts = received.iter().filter(|r| r.method == "POST").count();
     // initialize, initialized, tools/list, nine slow, hang, html.
     assert_eq!(posts, 14, "{received:?}");
+}
+
+/// A remote that restarts (forgets its sessions): the next request gets 404; the proxy opens
+/// a new session with the client's `initialize` replayed and sends the request again, so the
+/// client never sees the restart.
+#[test]
+fn a_remote_that_forgot_the_session_gets_a_new_one_and_the_request_again() {
+    // Sessions opened so far, and the one the remote knows.
+    let state = Arc::new(Mutex::new((0u32, None::<String>)));
+    let remote = FakeRemote::start(move |request: &Received| {
+        let mut state = state.lock().unwrap();
+        let body = request.body.clone().unwrap_or(Value::Null);
+        let id = body["id"].clone();
+        match body["method"].as_str() {
+            Some("initialize") => {
+                state.0 += 1;
+                let session = format!("s-{}", state.0);
+                state.1 = Some(session.clone());
+                let mut answer = Answer::json(&json!({"jsonrpc": "2.0", "id": id, "result": {
+                    "protocolVersion": "2025-06-18", "capabilities": {},
+                    "serverInfo": {"name": "fake", "version": "1"}}}));
+                answer.headers.push(("Mcp-Session-Id", session));
+                answer
+            }
+            _ if request.headers.get("mcp-session-id") != state.1.as_ref() => {
+                Answer::with_type(404, "text/plain", "Session not found".into())
+            }
+            Some("restart") => {
+                state.1 = None;
+                Answer::json(&json!({"jsonrpc": "2.0", "id": id, "result": {}}))
+            }
+            Some(_) if id.is_null() => Answer::accepted(),
+            _ => Answer::json(&json!({"jsonrpc": "2.0", "id": id, "result": {"session": state.1}})),
+        }
+    });
+    let mut proxy = ProxyChild::start(&[("CPERSONA_REMOTE_URL", remote.url.as_str())]);
+    proxy.initialize();
+    let before = proxy.request(json!(1), "who", json!({}));
+    assert_eq!(before["result"]["session"], "s-1", "{before}");
+    proxy.request(json!(2), "restart", json!({}));
+    let after = proxy.request(json!(3), "who", json!({}));
+    assert_eq!(after["result"]["session"], "s-2", "{after}");
+    let (status, rest, stderr) = proxy.finish();
+    assert!(status.success(), "{stderr}");
+    assert!(rest.is_empty(), "{rest:?}");
+    assert!(stderr.contains("opened a new one"), "{stderr}");
+    let initializes: Vec<Value> = remote
+        .received()
+        .into_iter()
+        .filter_map(|r| r.body)
+        .filter(|b| b["method"] == "initialize")
+        .collect();
+    assert_eq!(initializes.len(), 2);
+    assert_eq!(
+        initializes[0], initializes[1],
+        "the client's initialize, replayed"
+    );
 }
 
 fn run_proxy(settings: &[(&str, &str)], args: &[&str]) -> Output {

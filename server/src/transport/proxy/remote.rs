@@ -1,15 +1,18 @@
 //! The remote end: one streamable HTTP client (MCP 2025-06-18, "Streamable HTTP") shared by
 //! every relayed message. Each message is POSTed on its own, accepting a JSON body or an event
 //! stream; the `Mcp-Session-Id` the remote gives on `initialize` goes on every later request,
-//! and so does the protocol version `initialize` agreed (`MCP-Protocol-Version`). The token goes
+//! and so does the protocol version `initialize` agreed (`MCP-Protocol-Version`). When the
+//! remote answers 404 to a session it no longer knows (it restarted), the client's
+//! `initialize` is replayed once to open a new one and the request is sent again, as the
+//! transport asks of a client; the desktop client never learns the server went away. The token goes
 //! as `Authorization: Bearer`. Every way a POST can fail becomes a [`ProxyError`] that names the
 //! remote as shown ([`Remote::shown`]: no credentials, no query string).
 
 use std::io::BufReader;
-use std::sync::{PoisonError, RwLock};
+use std::sync::{Mutex, PoisonError, RwLock};
 use std::time::Duration;
 
-use serde_json::Value;
+use serde_json::{Value, json};
 use ureq::http::{Response, Uri};
 
 use super::error::{ProxyError, quote};
@@ -29,6 +32,10 @@ pub(super) struct Remote {
     bearer: Option<String>,
     timeout: Duration,
     session: RwLock<Session>,
+    /// The client's last `initialize`, replayed to open a new session.
+    initialize: Mutex<Option<Value>>,
+    /// Held while a new session is opened, so concurrent 404s open one, not one each.
+    reopening: Mutex<()>,
 }
 
 /// What `initialize` agreed with the remote.
@@ -88,6 +95,8 @@ impl Remote {
             bearer,
             timeout: settings.timeout,
             session: RwLock::new(Session::default()),
+            initialize: Mutex::new(None),
+            reopening: Mutex::new(()),
         })
     }
 
@@ -104,7 +113,19 @@ impl Remote {
         message: &Value,
         deliver: &mut dyn FnMut(Value),
     ) -> Result<u16, ProxyError> {
+        self.post(message, deliver, true)
+    }
+
+    fn post(
+        &self,
+        message: &Value,
+        deliver: &mut dyn FnMut(Value),
+        may_reopen: bool,
+    ) -> Result<u16, ProxyError> {
         let initializing = message.get("method").and_then(Value::as_str) == Some("initialize");
+        if initializing {
+            *lock(&self.initialize) = Some(message.clone());
+        }
         let session = self.session().clone();
         let mut request = self
             .agent
@@ -129,9 +150,13 @@ impl Remote {
                     url: self.shown.clone(),
                 },
             }),
+            404 if session.id.is_some() && !initializing && may_reopen => {
+                self.reopen(&session)?;
+                self.post(message, deliver, true)
+            }
             404 if session.id.is_some() => Err(ProxyError::SessionLost {
                 url: self.shown.clone(),
-                reason: "restart the client to open a new session".to_owned(),
+                reason: "it answered 404 again after a new session was opened".to_owned(),
             }),
             200..=299 => {
                 let mut on_message = |value: Value| {
@@ -147,6 +172,45 @@ impl Remote {
             }
             _ => self.read_refusal(response, deliver).map(|()| status),
         }
+    }
+
+    /// Opens a new session in place of `stale`, which the remote no longer knows: the
+    /// client's `initialize` again (its answer was given long ago, so this one is dropped),
+    /// then `notifications/initialized`. A request that finds the session already replaced
+    /// by another's reopening has nothing to do.
+    fn reopen(&self, stale: &Session) -> Result<(), ProxyError> {
+        let _one_at_a_time = lock(&self.reopening);
+        if self.session().id != stale.id {
+            return Ok(());
+        }
+        let lost = |reason: String| ProxyError::SessionLost {
+            url: self.shown.clone(),
+            reason,
+        };
+        let initialize = lock(&self.initialize)
+            .clone()
+            .ok_or_else(|| lost("the client never sent initialize".to_owned()))?;
+        *self.session_mut() = Session::default();
+        let mut refused = None;
+        self.post(
+            &initialize,
+            &mut |answer| refused = answer.get("error").cloned(),
+            false,
+        )
+        .map_err(|e| lost(e.to_string()))?;
+        if let Some(error) = refused {
+            return Err(lost(format!("initialize was refused: {error}")));
+        }
+        let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+        self.post(&initialized, &mut |_| {}, false)
+            .map_err(|e| lost(e.to_string()))?;
+        tracing::warn!(
+            remote = %self.shown,
+            old = stale.id.as_deref().unwrap_or_default(),
+            new = self.session().id.as_deref().unwrap_or("(none)"),
+            "the remote no longer knew the session (404); opened a new one"
+        );
+        Ok(())
     }
 
     /// Ends the session with `DELETE` (MCP: a client that leaves should), best effort: the
@@ -322,6 +386,11 @@ impl Remote {
     fn session_mut(&self) -> std::sync::RwLockWriteGuard<'_, Session> {
         self.session.write().unwrap_or_else(PoisonError::into_inner)
     }
+}
+
+/// A mutex's value; one a panicking relay held is still whole (it is only ever replaced).
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// A header's value as text, when present and readable.
