@@ -9,6 +9,7 @@ pub mod coverage;
 mod env;
 mod error;
 mod hub;
+mod proxy;
 mod reconstruct;
 use reconstruct::parse_reconstruct;
 #[cfg(test)]
@@ -20,6 +21,7 @@ use env::invalid;
 pub use error::ConfigError;
 use error::Result;
 pub use hub::{DEFAULT_ENDPOINT, HubSettings};
+pub use proxy::ProxySettings;
 pub use reconstruct::{ReconstructSequence, ReconstructSettings};
 
 /// Everything the server needs, validated.

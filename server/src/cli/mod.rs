@@ -1,11 +1,13 @@
 //! The command line: `serve` (the default), `index`, `import`, `export`, `check`, `model`,
-//! `embed-serve`, `recall`, `replay`, `token`. Parses flags, reads configuration once, sets up logging to stderr, and
-//! hands off; it never prints to stdout while serving stdio.
+//! `embed-serve`, `recall`, `replay`, `token`, `proxy`. Parses flags, reads configuration
+//! once, sets up logging to stderr, and hands off; it never prints to stdout while serving
+//! stdio (nor while relaying it, `proxy`).
 
 mod admin;
 mod index;
 mod model;
 mod open;
+mod proxy;
 mod recall;
 mod replay;
 mod serve;
@@ -87,6 +89,10 @@ pub enum Command {
         #[command(subcommand)]
         action: TokenAction,
     },
+    /// Relay MCP between stdio and a remote streamable HTTP server (CPERSONA_REMOTE_URL or
+    /// --url, token CPERSONA_AUTH_TOKEN): a desktop client that launches stdio servers uses a
+    /// shared one.
+    Proxy(proxy::ProxyArgs),
     /// Serve the configured embedder over CPersona's HTTP embedding contract.
     EmbedServe {
         /// Address to listen on, e.g. 127.0.0.1:8401.
@@ -131,6 +137,7 @@ pub enum Table {
 }
 
 pub use model::{InstallArgs, ModelAction};
+pub use proxy::ProxyArgs;
 pub use token::TokenNewArgs;
 
 /// Exit code for a configuration or start-up error.
@@ -215,6 +222,7 @@ fn run(command: Command, config: Config, env: &Env) -> Result<(), RunError> {
         Command::Reembed => index::reembed(&config),
         Command::Recall(args) => recall::run(&config, args),
         Command::Replay(args) => replay::run(&config, args),
+        Command::Proxy(args) => proxy::run(env, &args),
         Command::Token {
             action: TokenAction::New(args),
         } => Ok(token::run(&args)?),

@@ -81,7 +81,6 @@ const NO_REMOTE: &str = "there is no remote vector service here; vectors are sea
 const NO_TASKS: &str = "the embedding queue is always on, with its own retry policy";
 const NO_FOLDERS: &str = "folders and the logical directory are not implemented";
 const NO_UPDATE_CHECK: &str = "this server never checks for updates (no outbound calls)";
-const NO_PROXY: &str = "read by CPersona's stdio-to-HTTP proxy, which this server does not have";
 const OAUTH: &str = "OAuth resource-server authentication is not implemented; serving without \
                      it would accept clients CPersona refuses";
 
@@ -129,8 +128,14 @@ pub const SETTINGS: &[Setting] = &[
          on the store's own files nor, without `overwrite`, on an existing file",
     ),
     honoured("CPERSONA_MAX_IMPORT_BYTES"),
-    not_read("CPERSONA_REMOTE_URL", NO_PROXY),
-    not_read("CPERSONA_PROXY_MAX_INFLIGHT", NO_PROXY),
+    honoured_as(
+        "CPERSONA_REMOTE_URL",
+        "read by `cpersona proxy` only (its `--url` flag wins); http or https",
+    ),
+    honoured_as(
+        "CPERSONA_PROXY_MAX_INFLIGHT",
+        "read by `cpersona proxy` only; 1 to 1024, default 16; more requests wait, none is dropped",
+    ),
     not_read(
         "CPERSONA_OPERATING_CONTEXT",
         "the operating context is not implemented: project ids are taken as given and writes to \
@@ -408,6 +413,7 @@ pub const SETTINGS: &[Setting] = &[
     ours("CPERSONA_INDEX_AUTO_MERGE"),
     ours("CPERSONA_INDEX_FLUSH_MS"),
     ours("CPERSONA_AUTO_REEMBED"),
+    ours("CPERSONA_PROXY_TIMEOUT_SECS"),
 ];
 
 /// The row for `name`, if it is one.

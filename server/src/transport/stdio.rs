@@ -63,8 +63,8 @@ where
     Ok(())
 }
 
-/// One line of input.
-enum Line {
+/// One line of input (the proxy reads stdin the same way).
+pub(super) enum Line {
     /// A whole line (without its newline) of at most the limit.
     Whole(Vec<u8>),
     /// A line over the limit: its first bytes and its length.
@@ -75,7 +75,7 @@ enum Line {
 
 /// Reads one line, counted as rmcp counts it (newline included; a last line without one is
 /// given one), never holding more than `DEFAULT_MAX_LINE_LENGTH` bytes of it.
-async fn read_line<R: AsyncRead + Unpin>(input: &mut BufReader<R>) -> Line {
+pub(super) async fn read_line<R: AsyncRead + Unpin>(input: &mut BufReader<R>) -> Line {
     let mut line = Vec::new();
     let mut len = 0usize;
     let mut ended = false;
@@ -205,7 +205,10 @@ async fn forward_lines<R: AsyncRead + Unpin>(from_rmcp: R, frames: mpsc::Sender<
 }
 
 /// Writes whole frames to `output`, flushing after each, until every sender is gone.
-async fn write_frames<W: AsyncWrite + Unpin>(mut frames: mpsc::Receiver<Vec<u8>>, mut output: W) {
+pub(super) async fn write_frames<W: AsyncWrite + Unpin>(
+    mut frames: mpsc::Receiver<Vec<u8>>,
+    mut output: W,
+) {
     while let Some(frame) = frames.recv().await {
         if output.write_all(&frame).await.is_err() || output.flush().await.is_err() {
             break;

@@ -1,6 +1,6 @@
 //! The server's one integration binary: the MCP layer in-process and over real HTTP, the real
-//! binary as a child process, the real-client Python test, schema snapshots, workspace
-//! tidiness.
+//! binary as a child process, the real-client tests (Python's `mcp` SDK; the npm inspector CLI
+//! through `cpersona proxy`), schema snapshots, workspace tidiness.
 
 // `allow-unwrap-in-tests` covers `#[test]` functions only; the helpers here (fake backend,
 // clients) are test code too, and a panic is the failure report they should give.
@@ -19,6 +19,7 @@ mod health;
 mod http;
 mod mcp;
 mod model;
+mod proxy;
 mod py;
 mod recency;
 mod reconstruct;

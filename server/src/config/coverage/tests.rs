@@ -5,7 +5,7 @@
 use std::collections::BTreeSet;
 
 use super::*;
-use crate::config::Config;
+use crate::config::{Config, ProxySettings};
 
 /// Environments that between them take every branch of the parser that reads more names.
 const BRANCHES: &[&[(&str, &str)]] = &[
@@ -25,6 +25,10 @@ fn names_the_parser_reads() -> BTreeSet<&'static str> {
         Config::from_env(&env, None).unwrap();
         asked.extend(env.asked());
     }
+    // `cpersona proxy` reads its settings on its own (a bad one never stops `serve`).
+    let env = Env::from_pairs(&[("CPERSONA_REMOTE_URL", "http://127.0.0.1:1/mcp")]);
+    ProxySettings::from_env(&env, None).unwrap();
+    asked.extend(env.asked());
     asked.retain(|name| name.starts_with("CPERSONA_"));
     asked
 }
