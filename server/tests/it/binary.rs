@@ -510,6 +510,63 @@ fn calibrate_threshold_takes_cpersonas_arguments_and_the_global_scope() {
     assert_eq!(global["sampled_embeddings"], 40, "{global}");
 }
 
+/// `recall_with_context` merges the caller's conversation as CPersona does: every turn's
+/// text filters the recall, user and assistant turns join `messages` in time order with
+/// CPersona's sources, and other roles are reported as filter-only.
+#[test]
+fn recall_with_context_merges_the_conversation() {
+    let dir = tempfile::tempdir().unwrap();
+    let calls = vec![
+        (
+            "store",
+            json!({"agent_id": "a", "content": "the copper kettle sits on the stove",
+                   "timestamp": "2026-01-01T10:00:00+00:00"}),
+        ),
+        (
+            "store",
+            json!({"agent_id": "a", "content": "copper pans hang by the window",
+                   "timestamp": "2026-01-03T10:00:00+00:00"}),
+        ),
+        (
+            "recall_with_context",
+            json!({"agent_id": "a", "query": "copper", "external_context": [
+                {"role": "user", "content": "copper pans hang by the window", "user_id": "42",
+                 "timestamp": "2026-01-02T10:00:00+00:00"},
+                {"role": "assistant", "content": "noted the copper",
+                 "timestamp": "2026-01-04T10:00:00+00:00"},
+                {"role": "system", "content": "the copper kettle sits on the stove"},
+            ]}),
+        ),
+    ];
+    let out = call_tools(dir.path(), &calls);
+    let body = &out[2];
+    let messages = body["messages"].as_array().unwrap();
+    let contents: Vec<&str> = messages
+        .iter()
+        .map(|m| m["content"].as_str().unwrap())
+        .collect();
+    // Both stored rows are in the context, so neither is recalled; the two shown turns are
+    // merged in time order; the system turn only filtered.
+    assert_eq!(
+        contents,
+        ["copper pans hang by the window", "noted the copper"],
+        "{body}"
+    );
+    assert!(messages.iter().all(|m| m["context_type"] == "conversation"));
+    assert_eq!(messages[0]["source"]["id"], "discord:42", "{body}");
+    assert_eq!(
+        messages[1]["source"],
+        json!({"type": "Agent", "id": "self"})
+    );
+    assert_eq!(
+        body["context_filter_only"]["roles"],
+        json!(["system"]),
+        "{body}"
+    );
+    // Hits removed, counted per arm: both rows, each found by more than one arm.
+    assert!(body["excluded"].as_u64().unwrap() >= 2, "{body}");
+}
+
 /// `set_recall_precision` stores the agent's β and recalibrates with it; `get_recall_precision`
 /// reads it back; `check_health` warns once the live tail passes the stated share.
 #[test]

@@ -72,8 +72,7 @@ pub(crate) fn recall_with_context(
     backend: &EngineBackend,
     args: wire::RecallWithContextArgs,
 ) -> ToolResult {
-    let context_entries = args.external_context.len();
-    let query = recall_query(RecallCommon {
+    let mut query = recall_query(RecallCommon {
         agent_id: args.agent_id,
         project_id: args.project_id,
         channel: args.channel,
@@ -84,17 +83,76 @@ pub(crate) fn recall_with_context(
         source_id: args.source_id,
         session_key: args.session_key,
     });
+    // The caller already holds its conversation: every entry's text filters the recall,
+    // whatever its role (CPersona's merge).
+    query.exclude_contents = args
+        .external_context
+        .iter()
+        .filter(|entry| !entry.content.is_empty())
+        .map(|entry| entry.content.clone())
+        .collect();
     let mut body = recall(backend, query)?;
-    if context_entries > 0
-        && let Some(object) = body.as_object_mut()
-    {
+    merge_context(&mut body, &args.external_context)?;
+    Ok(body)
+}
+
+/// CPersona's merge of `external_context` into a recall body: `user` and `assistant` turns
+/// join `messages` (`context_type: "conversation"`, a user's source `discord:<user_id or
+/// name>`, an assistant's `{type: Agent, id: self}`), then every message is ordered by time
+/// (undated rows first, ties kept in order); turns of other roles filtered the recall but
+/// are not shown, which `context_filter_only` says.
+fn merge_context(body: &mut Value, context: &[wire::ContextEntry]) -> Result<(), ToolError> {
+    let Some(object) = body.as_object_mut() else {
+        return Err(ToolError::internal("recall response is not an object"));
+    };
+    let mut messages = match object.remove("messages") {
+        Some(Value::Array(messages)) => messages,
+        _ => Vec::new(),
+    };
+    let mut filter_only = std::collections::BTreeSet::new();
+    for entry in context.iter().filter(|entry| !entry.content.is_empty()) {
+        let source = match entry.role.as_str() {
+            "assistant" => json!({"type": "Agent", "id": "self"}),
+            "user" => {
+                let name = entry.name.clone().unwrap_or_else(|| "User".to_owned());
+                let id = match entry.user_id.as_deref() {
+                    Some(user_id) if !user_id.is_empty() => format!("discord:{user_id}"),
+                    _ => format!("discord:{name}"),
+                };
+                json!({"type": "User", "id": id, "name": name})
+            }
+            "" => {
+                filter_only.insert("(unset)".to_owned());
+                continue;
+            }
+            other => {
+                filter_only.insert(other.to_owned());
+                continue;
+            }
+        };
+        messages.push(json!({
+            "content": entry.content,
+            "source": source,
+            "timestamp": entry.timestamp.clone().unwrap_or_default(),
+            "context_type": "conversation",
+        }));
+    }
+    // A stable sort: undated first (CPersona's anchor), then by instant.
+    messages.sort_by_key(|message| {
+        message["timestamp"]
+            .as_str()
+            .and_then(|t| cpersona_engine::time::parse_iso8601_ms(t).ok())
+            .map_or((false, 0), |ms| (true, ms))
+    });
+    object.insert("messages".to_owned(), Value::Array(messages));
+    if !filter_only.is_empty() {
         object.insert(
-            "external_context".to_owned(),
-            json!({"entries": context_entries, "used": false,
-                   "reason": "this build recalls on `query` alone; the context is not merged yet"}),
+            "context_filter_only".to_owned(),
+            json!({"roles": filter_only,
+                   "note": "entries with these roles filtered recall but are not shown in messages"}),
         );
     }
-    Ok(body)
+    Ok(())
 }
 
 /// `get_contents`.
@@ -111,8 +169,8 @@ pub(crate) fn get_contents(backend: &EngineBackend, args: wire::GetContentsArgs)
     encode(&contents)
 }
 
-/// `calibrate_threshold`: the engine's calibration of the agent (method and sample size are
-/// the engine's; the arguments that ask for others are reported back as not applied).
+/// `calibrate_threshold`: CPersona's arguments become the engine's request; the body is
+/// CPersona's keys plus the whole calibration.
 pub(crate) fn calibrate_threshold(
     backend: &EngineBackend,
     args: wire::CalibrateArgs,
