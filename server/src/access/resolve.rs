@@ -102,6 +102,8 @@ shares (an import brings in every agent its file names), so the call is not conf
 agent";
 const PAUSE: &str = "a pause or resume switches writes for a whole session bucket of this \
 process, not one agent's data, so no argument narrows it";
+const PROCESS_WIDE: &str = "check_update reports on the running server, which is no one \
+agent's data, so no argument narrows it";
 const HEALTH_FIX: &str = "check_health with fix=true runs a repair whose effect reaches every \
 agent (the full-text index is one for all agents; queueing embeddings drains the whole queue), \
 so no agent_id narrows it; naming only duplicate_content in `checks` does";
@@ -148,6 +150,9 @@ const CLASSIFICATION: &[(&str, Class)] = &[
     ("import_memories", Class::Sweep(WRITE, FILE_IO)),
     ("merge_memories", Class::Merge),
     ("check_health", Class::Health),
+    // Process-wide, as CPersona classifies it (the running code is no agent's data); its
+    // `apply` escalation to a write is moot here, where `apply` is refused before anything.
+    ("check_update", Class::Sweep(READ, PROCESS_WIDE)),
 ];
 
 /// The tools CPersona's table classifies (a tool served but missing here is denied).

@@ -63,6 +63,11 @@ pub trait ToolBackend: Send + Sync + 'static {
     fn set_recall_precision(&self, args: wire::SetPrecisionArgs) -> ToolResult;
     fn get_recall_precision(&self, args: wire::AgentArgs) -> ToolResult;
     fn check_health(&self, args: wire::CheckHealthArgs) -> ToolResult;
+    /// CPersona's `check_update`, answered the same by every backend: this server does not
+    /// update itself (`mcp/update.rs`).
+    fn check_update(&self, args: wire::CheckUpdateArgs) -> ToolResult {
+        crate::mcp::update::check_update(&args).map_err(ToolError::user)
+    }
     fn get_queue_status(&self, args: wire::NoArgs) -> ToolResult;
     fn pause_persistence(&self, args: wire::PauseArgs) -> ToolResult;
     fn resume_persistence(&self, args: wire::SessionArgs) -> ToolResult;

@@ -7,6 +7,7 @@ pub mod content_limit;
 pub mod engine;
 mod guard;
 mod tools;
+mod update;
 pub(crate) mod validate;
 pub mod wire;
 

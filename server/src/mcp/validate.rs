@@ -356,6 +356,7 @@ no_cross_check!(
     wire::CalibrateArgs,
     wire::SetPrecisionArgs,
     wire::CheckHealthArgs,
+    wire::CheckUpdateArgs,
     wire::NoArgs,
     wire::PauseArgs,
     wire::SessionArgs,

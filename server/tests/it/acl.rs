@@ -81,6 +81,8 @@ const TABLE: &[(&str, &str)] = &[
     // No agent's data: any authenticated client.
     ("persistence_status", "AAAAAA"),
     ("get_queue_status", "AAAAAA"),
+    // The running server is no agent's data: read on every agent.
+    ("check_update", "DDDADD"),
     ("delete_agent_data", "DDAADA"),
 ];
 
@@ -216,6 +218,7 @@ fn args_for(raw: &RawHttp, tool: &str, export_dir: &Path) -> Value {
         "declare_associations" => json!({"agent_id": "alice",
             "associations": {"entities": [{"name": "Alice"}]}}),
         "calibrate_threshold" => json!({"agent_id": "alice"}),
+        "check_update" => json!({}),
         "set_recall_precision" => json!({"agent_id": "alice", "precision": "balanced"}),
         "check_health+fix" => json!({"agent_id": "alice", "fix": true}),
         "check_health+fix-own" => {

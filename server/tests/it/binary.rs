@@ -510,6 +510,35 @@ fn calibrate_threshold_takes_cpersonas_arguments_and_the_global_scope() {
     assert_eq!(global["sampled_embeddings"], 40, "{global}");
 }
 
+/// `check_update` answers in CPersona's shape that this server does not update itself
+/// (`state: "disabled"`, the running version), and refuses `apply` with nothing run.
+#[test]
+fn check_update_says_updates_come_from_the_installer() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = call_tools_with(
+        cpersona_in(dir.path()),
+        &[
+            ("check_update", json!({"refresh": true})),
+            ("check_update", json!({"apply": true})),
+        ],
+    );
+    let (is_error, body) = &out[0];
+    assert!(!is_error, "{body}");
+    assert_eq!(body["state"], "disabled", "{body}");
+    assert_eq!(body["enabled"], false);
+    assert_eq!(body["running"], env!("CARGO_PKG_VERSION"));
+    assert_eq!(body["install"]["restart_required"], true);
+    let (is_error, refused) = &out[1];
+    assert!(is_error, "{refused}");
+    assert!(
+        refused["error"]
+            .as_str()
+            .unwrap()
+            .contains("apply is not supported"),
+        "{refused}"
+    );
+}
+
 /// `recall_with_context` merges the caller's conversation as CPersona does: every turn's
 /// text filters the recall, user and assistant turns join `messages` in time order with
 /// CPersona's sources, and other roles are reported as filter-only.

@@ -50,6 +50,7 @@ const EXPECTED_TOOLS: &[&str] = &[
     "archive_episode",
     "calibrate_threshold",
     "check_health",
+    "check_update",
     "declare_associations",
     "delete_agent_data",
     "delete_episode",

@@ -1,4 +1,4 @@
-//! Health tools: check_health, get_queue_status. Handlers only route.
+//! Health tools: check_health, get_queue_status, check_update. Handlers only route.
 
 use rmcp::model::{CallToolResult, JsonObject};
 use rmcp::{tool, tool_router};
@@ -9,6 +9,11 @@ use crate::mcp::{McpServer, wire};
 const CHECK_HEALTH: &str = "Check the store for problems (`agent_id` \"\" = all agents; `checks` \
 to run only some); `fix: true` repairs what can be repaired. Returns {status: \
 healthy|degraded|unhealthy, issues: [{type, check, severity, hint?, ...}], stats, ...}.";
+const CHECK_UPDATE: &str = "CPersona's update check. cpersona-rs never checks for or installs \
+updates itself: it is updated by whatever installed it (cargo install, a release archive, a \
+package manager), so it reaches no network and `state` is always `disabled`; `running` is this \
+build's version and `install` says how to update. `apply: true` is refused. Returns {enabled, \
+state, kind, running, available, reason, checked_at, refreshed, install, message}.";
 const QUEUE_STATUS: &str = "How many embeddings are waiting to be computed (rows stored while \
 the embedder was unreachable). Returns {enabled, pending, ...}.";
 
@@ -22,6 +27,17 @@ impl McpServer {
     )]
     async fn check_health(&self, args: JsonObject) -> CallToolResult {
         self.call("check_health", args, |b, a| b.check_health(a))
+            .await
+    }
+
+    #[tool(
+        name = "check_update",
+        description = CHECK_UPDATE,
+        input_schema = input_schema::<wire::CheckUpdateArgs>(),
+        annotations(read_only_hint = false, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
+    )]
+    async fn check_update(&self, args: JsonObject) -> CallToolResult {
+        self.call("check_update", args, |b, a| b.check_update(a))
             .await
     }
 

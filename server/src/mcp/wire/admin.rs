@@ -168,6 +168,18 @@ pub struct CheckHealthArgs {
     pub checks: Vec<String>,
 }
 
+/// `check_update`.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CheckUpdateArgs {
+    /// Fetch the package index now instead of reading the cached verdict.
+    #[serde(default)]
+    pub refresh: bool,
+    /// Run the detected update command (a restart is required afterwards).
+    #[serde(default)]
+    pub apply: bool,
+}
+
 /// Tools with no arguments (`get_queue_status`).
 #[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
