@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use cpersona_server::mcp::{McpServer, SERVER_INSTRUCTIONS};
-use rmcp::model::CallToolRequestParams;
+use rmcp::model::{CallToolRequestParams, GetPromptRequestParams};
 use rmcp::service::RunningService;
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::{Value, json};
@@ -117,6 +117,54 @@ async fn initialize_gives_instructions_and_lists_every_tool() {
             .and_then(|m| m.0.get("anthropic/alwaysLoad")),
         Some(&json!(true))
     );
+}
+
+/// The workflows of the instructions as MCP prompts (issue 21): listed with their arguments,
+/// each written from the caller's arguments, a missing required one refused as invalid params.
+#[tokio::test]
+async fn prompts_list_and_get() {
+    let session = connect().await;
+    let prompts = session.client.list_all_prompts().await.unwrap();
+    let mut names: Vec<&str> = prompts.iter().map(|p| p.name.as_str()).collect();
+    names.sort_unstable();
+    assert_eq!(
+        names,
+        [
+            "end_session",
+            "remember_this",
+            "start_session",
+            "what_do_i_know"
+        ]
+    );
+    let start = prompts.iter().find(|p| p.name == "start_session").unwrap();
+    let required: Vec<&str> = start
+        .arguments
+        .as_deref()
+        .unwrap()
+        .iter()
+        .filter(|a| a.required == Some(true))
+        .map(|a| a.name.as_str())
+        .collect();
+    assert_eq!(required, ["agent_id", "task"]);
+    let mut arguments = serde_json::Map::new();
+    arguments.insert("agent_id".into(), json!("a"));
+    arguments.insert("topic".into(), json!("tea"));
+    let got = session
+        .client
+        .get_prompt(GetPromptRequestParams::new("what_do_i_know").with_arguments(arguments))
+        .await
+        .unwrap();
+    let text = &got.messages[0].content.as_text().unwrap().text;
+    assert!(
+        text.contains("`recall`") && text.contains(r#"query "tea""#),
+        "{text}"
+    );
+    let missing = session
+        .client
+        .get_prompt(GetPromptRequestParams::new("start_session"))
+        .await
+        .unwrap_err();
+    assert!(missing.to_string().contains("agent_id"), "{missing}");
 }
 
 #[tokio::test]
