@@ -239,11 +239,17 @@ fn fail(code: u8, message: &str) -> ExitCode {
 /// Logs go to stderr only (stdout is the stdio transport), filtered by `RUST_LOG`
 /// (default `info`).
 fn init_logging() {
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    let stderr = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
-        .with_ansi(false)
+        .with_ansi(false);
+    // The same events, to MCP clients that asked for them with `logging/setLevel`.
+    let _ = tracing_subscriber::registry()
+        .with(filter)
+        .with(stderr)
+        .with(crate::mcp::logging::client_log_layer())
         .try_init();
 }

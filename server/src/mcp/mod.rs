@@ -6,6 +6,7 @@ pub mod backend;
 pub mod content_limit;
 pub mod engine;
 mod guard;
+pub mod logging;
 mod prompts;
 mod tools;
 mod update;
@@ -21,7 +22,7 @@ use rmcp::model::{
     GetPromptResponse, Implementation, JsonObject, ListPromptsResult, MetaObject,
     PaginatedRequestParams, ServerCapabilities, ServerConfig,
 };
-use rmcp::service::RequestContext;
+use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler, tool_handler};
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
@@ -58,6 +59,8 @@ pub struct McpServer {
     over_http: bool,
     /// ACL mode: every call is checked against the grants of its principal (`guard.rs`).
     acl: Option<Arc<Acl>>,
+    /// The level this client set with `logging/setLevel` (`logging.rs`).
+    log_level: logging::ClientLevel,
 }
 
 impl McpServer {
@@ -71,6 +74,7 @@ impl McpServer {
             tool_router,
             over_http: false,
             acl: None,
+            log_level: logging::ClientLevel::default(),
         }
     }
 
@@ -215,6 +219,24 @@ impl ServerHandler for McpServer {
         })
     }
 
+    // Logging is deprecated by SEP-2577; served for the clients of earlier revisions.
+    #[allow(deprecated)]
+    async fn set_level(
+        &self,
+        request: rmcp::model::SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.log_level.set(request.level);
+        Ok(())
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        // Stateless HTTP has no stream to carry a message outside a request.
+        if !self.over_http {
+            logging::forward(context.peer.clone(), self.log_level.clone());
+        }
+    }
+
     async fn list_prompts(
         &self,
         _request: Option<PaginatedRequestParams>,
@@ -233,11 +255,13 @@ impl ServerHandler for McpServer {
             .map_err(|message| ErrorData::invalid_params(message, None))
     }
 
+    #[allow(deprecated)] // `enable_logging`: see `set_level`.
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(
             ServerCapabilities::builder()
                 .enable_tools()
                 .enable_prompts()
+                .enable_logging()
                 .build(),
         )
         .with_server_info(Implementation::new("cpersona", env!("CARGO_PKG_VERSION")))

@@ -17,6 +17,7 @@ mod faults;
 mod fuzz;
 mod health;
 mod http;
+mod logging;
 mod mcp;
 mod model;
 mod proxy;
