@@ -116,6 +116,25 @@ async def exercise(session, mode, workdir, label):
     listed = await call(session, "list_memories", {"agent_id": f"{agent}-copy"})
     check(listed.get("count") == 2, f"{label}: list after import: {listed}")
 
+    # Resources and prompts (issue 21): the copied rows are listed and read back whole.
+    uris, cursor = [], None
+    while True:
+        page = await session.list_resources(cursor) if cursor else await session.list_resources()
+        uris += [str(r.uri) for r in page.resources]
+        cursor = getattr(page, "next_cursor", None) or getattr(page, "nextCursor", None)
+        if not cursor:
+            break
+    mine = [u for u in uris if f"/agents/{agent}-copy/memories/" in u]
+    check(len(mine) == 2, f"{label}: resources of the copy: {uris}")
+    texts = sorted([(await session.read_resource(u)).contents[0].text for u in mine])
+    check(texts == ["The user works on a memory server", "The user's cat is called Mochi"],
+          f"{label}: resource texts {texts}")
+    prompts = {p.name for p in (await session.list_prompts()).prompts}
+    check({"start_session", "remember_this", "what_do_i_know", "end_session"} <= prompts,
+          f"{label}: prompts {prompts}")
+    got = await session.get_prompt("what_do_i_know", {"agent_id": agent, "topic": "the cat"})
+    check("`recall`" in got.messages[0].content.text, f"{label}: prompt {got}")
+
 
 def child_env(workdir, **extra):
     env = {k: v for k, v in os.environ.items() if not k.startswith("CPERSONA_")}

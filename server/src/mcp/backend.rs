@@ -33,6 +33,31 @@ impl ToolError {
     }
 }
 
+/// The kinds of row served as MCP resources (`mcp/resources.rs`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ResourceKind {
+    Memory,
+    Episode,
+    Profile,
+}
+
+/// One listed resource: its row and a short title (the text's start).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ResourceEntry {
+    pub agent_id: String,
+    pub kind: ResourceKind,
+    /// The row id (`None` for a profile, one per agent).
+    pub id: Option<i64>,
+    pub title: String,
+}
+
+/// A read resource: the full stored text and what is known about it (ref, times, source...).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ResourceBody {
+    pub text: String,
+    pub meta: Value,
+}
+
 /// What a tool returns: its JSON body (CPersona's shape, e.g. `{"ok": true, "result": "stored",
 /// "id": 7, ...}` or `{"messages": [...]}`), or a failure the layer encodes as
 /// `{"ok": false, "error": "..."}`.
@@ -63,6 +88,29 @@ pub trait ToolBackend: Send + Sync + 'static {
     fn set_recall_precision(&self, args: wire::SetPrecisionArgs) -> ToolResult;
     fn get_recall_precision(&self, args: wire::AgentArgs) -> ToolResult;
     fn check_health(&self, args: wire::CheckHealthArgs) -> ToolResult;
+    /// Rows of every agent as resources, `kind` (memories or episodes), newest first, `limit`
+    /// from `offset`; fewer than `limit` means the last page. Backends that serve none say so.
+    fn resource_page(
+        &self,
+        kind: ResourceKind,
+        offset: usize,
+        limit: usize,
+    ) -> Result<Vec<ResourceEntry>, ToolError> {
+        let _ = (kind, offset, limit);
+        Err(ToolError::user("this server serves no resources"))
+    }
+
+    /// One resource's full text, or `Ok(None)` when there is no such row of that agent.
+    fn read_resource(
+        &self,
+        agent_id: &str,
+        kind: ResourceKind,
+        id: Option<i64>,
+    ) -> Result<Option<ResourceBody>, ToolError> {
+        let _ = (agent_id, kind, id);
+        Err(ToolError::user("this server serves no resources"))
+    }
+
     /// CPersona's `check_update`, answered the same by every backend: this server does not
     /// update itself (`mcp/update.rs`).
     fn check_update(&self, args: wire::CheckUpdateArgs) -> ToolResult {

@@ -4,6 +4,8 @@
 //! written) or lets the call run, echoing an agent it filled in as `resolved_agent_id`.
 //! Without an ACL file it decides nothing. Tools never see who called.
 
+use std::sync::Arc;
+
 use rmcp::RoleServer;
 use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock};
 use rmcp::service::RequestContext;
@@ -43,6 +45,27 @@ pub(crate) fn check(
                 denial.body(args).to_string(),
             )]))
         }
+    }
+}
+
+/// Whether this call's principal may read an agent's rows, judged as `get_contents` on that
+/// agent would be; always, without an ACL file. Resources are listed and read under this rule.
+pub(crate) fn reader(
+    acl: Option<Arc<Acl>>,
+    over_http: bool,
+    context: &RequestContext<RoleServer>,
+) -> impl Fn(&str) -> bool + Send + 'static {
+    let principal = principal(over_http, context);
+    move |agent: &str| {
+        let Some(acl) = &acl else {
+            return true;
+        };
+        let mut args = serde_json::Map::new();
+        args.insert("agent_id".to_owned(), Value::from(agent));
+        matches!(
+            access::decide(acl, principal.as_ref(), "get_contents", &mut args),
+            Decision::Allow { .. }
+        )
     }
 }
 

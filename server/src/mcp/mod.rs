@@ -8,6 +8,7 @@ pub mod engine;
 mod guard;
 pub mod logging;
 mod prompts;
+mod resources;
 mod tools;
 mod update;
 pub(crate) mod validate;
@@ -19,8 +20,9 @@ use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::tool::ToolCallContext;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, GetPromptRequestParams,
-    GetPromptResponse, Implementation, JsonObject, ListPromptsResult, MetaObject,
-    PaginatedRequestParams, ServerCapabilities, ServerConfig,
+    GetPromptResponse, Implementation, JsonObject, ListPromptsResult, ListResourceTemplatesResult,
+    ListResourcesResult, MetaObject, PaginatedRequestParams, ReadResourceRequestParams,
+    ReadResourceResponse, ServerCapabilities, ServerConfig,
 };
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler, tool_handler};
@@ -63,7 +65,25 @@ pub struct McpServer {
     log_level: logging::ClientLevel,
 }
 
+/// Runs `f` on a blocking thread (the backend is synchronous), a panic becoming an internal
+/// error.
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, ErrorData> + Send + 'static,
+) -> Result<T, ErrorData> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .unwrap_or_else(|err| Err(ErrorData::internal_error(err.to_string(), None)))
+}
+
 impl McpServer {
+    /// Who may read which agent's rows in this request (`guard::reader`).
+    fn reader(
+        &self,
+        context: &RequestContext<RoleServer>,
+    ) -> impl Fn(&str) -> bool + Send + 'static {
+        guard::reader(self.acl.clone(), self.over_http, context)
+    }
+
     /// A server answering every registered tool with `backend`, its stored text arguments
     /// advertising and checked against the backend's content limit.
     pub fn new(backend: Arc<dyn ToolBackend>) -> McpServer {
@@ -237,6 +257,37 @@ impl ServerHandler for McpServer {
         }
     }
 
+    async fn list_resources(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        let backend = Arc::clone(&self.backend);
+        let cursor = request.and_then(|r| r.cursor);
+        let may_read = self.reader(&context);
+        blocking(move || resources::list(backend.as_ref(), cursor.as_deref(), may_read)).await
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        Ok(resources::templates())
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        let backend = Arc::clone(&self.backend);
+        let may_read = self.reader(&context);
+        blocking(move || resources::read(backend.as_ref(), &request.uri, may_read))
+            .await
+            .map(Into::into)
+    }
+
     async fn list_prompts(
         &self,
         _request: Option<PaginatedRequestParams>,
@@ -261,6 +312,7 @@ impl ServerHandler for McpServer {
             ServerCapabilities::builder()
                 .enable_tools()
                 .enable_prompts()
+                .enable_resources()
                 .enable_logging()
                 .build(),
         )

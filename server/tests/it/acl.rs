@@ -490,3 +490,85 @@ fn r19_token_new_entries_load_as_an_acl_file() {
     assert_eq!(verdicts[1], "permission_denied", "{verdicts:?}");
     assert_eq!(verdicts[2], "permission_denied", "{verdicts:?}");
 }
+
+/// One raw JSON-RPC request presenting `token`; its parsed reply.
+fn rpc_as(raw: &RawHttp, token: &str, method: &str, params: Value) -> Value {
+    let mut headers = good_headers();
+    headers.retain(|(name, _)| *name != "Authorization");
+    headers.push(("Authorization", format!("Bearer {token}")));
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+    let reply = raw
+        .post_with(&headers, body.to_string().as_bytes())
+        .unwrap_or_else(|| panic!("no answer to {method}"));
+    assert_eq!(reply.status, 200, "{method}: {reply:?}");
+    reply.json.clone().unwrap()
+}
+
+/// Resources follow the grants as `get_contents` does (issue 21): a client lists only the
+/// rows of agents it may read, and another agent's row reads exactly as a missing one.
+#[test]
+fn r21_resources_follow_the_grants() {
+    let acl_dir = tempfile::tempdir().unwrap();
+    let served = serve(acl_dir.path());
+    let raw = &served.raw;
+    let alice = setup(
+        raw,
+        "store",
+        json!({"agent_id": "alice", "content": "alice's fact"}),
+    );
+    let bob = setup(
+        raw,
+        "store",
+        json!({"agent_id": "bob", "content": "bob's fact"}),
+    );
+    let uri =
+        |agent: &str, body: &Value| format!("cpersona://agents/{agent}/memories/{}", body["id"]);
+    let listed = |client: &str| -> Vec<String> {
+        let reply = rpc_as(raw, token_of(client), "resources/list", json!({}));
+        reply["result"]["resources"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{reply}"))
+            .iter()
+            .map(|r| r["uri"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(listed("reader"), [uri("alice", &alice)]);
+    assert!(listed("nobody").is_empty());
+    let mut every = listed("all");
+    every.sort();
+    let mut both = vec![uri("alice", &alice), uri("bob", &bob)];
+    both.sort();
+    assert_eq!(every, both);
+
+    let read = |client: &str, target: &str| {
+        rpc_as(
+            raw,
+            token_of(client),
+            "resources/read",
+            json!({"uri": target}),
+        )
+    };
+    let own = read("reader", &uri("alice", &alice));
+    assert_eq!(
+        own["result"]["contents"][0]["text"], "alice's fact",
+        "{own}"
+    );
+    let other = read("reader", &uri("bob", &bob));
+    let missing = read("reader", "cpersona://agents/bob/memories/999999");
+    assert_eq!(
+        other["error"]["code"], missing["error"]["code"],
+        "{other} {missing}"
+    );
+    assert!(other.get("result").is_none(), "{other}");
+    let (shown, absent) = (
+        other["error"]["message"]
+            .as_str()
+            .unwrap()
+            .replace(&uri("bob", &bob), "URI"),
+        missing["error"]["message"]
+            .as_str()
+            .unwrap()
+            .replace("cpersona://agents/bob/memories/999999", "URI"),
+    );
+    assert_eq!(shown, absent, "a row not yours reads as a missing one");
+}

@@ -9,6 +9,7 @@ pub(crate) mod convert;
 pub(crate) mod health;
 mod recall;
 mod reconstruct;
+mod resources;
 
 pub use backend::EngineBackend;
 pub use convert::embedder_advisory;
@@ -21,7 +22,9 @@ use cpersona_engine::{
 use serde_json::{Value, json};
 
 use crate::config::Precision;
-use crate::mcp::backend::{ToolBackend, ToolResult};
+use crate::mcp::backend::{
+    ResourceBody, ResourceEntry, ResourceKind, ToolBackend, ToolError, ToolResult,
+};
 use crate::mcp::wire;
 use convert::{body, engine_error, object, source};
 use cpersona_engine::precision_label;
@@ -271,6 +274,24 @@ impl ToolBackend for EngineBackend {
             "global_precision": precision_label(global_beta),
             "global_beta": global_beta,
         }))
+    }
+
+    fn resource_page(
+        &self,
+        kind: ResourceKind,
+        offset: usize,
+        limit: usize,
+    ) -> Result<Vec<ResourceEntry>, ToolError> {
+        resources::page(self, kind, offset, limit)
+    }
+
+    fn read_resource(
+        &self,
+        agent_id: &str,
+        kind: ResourceKind,
+        id: Option<i64>,
+    ) -> Result<Option<ResourceBody>, ToolError> {
+        resources::read(self, agent_id, kind, id)
     }
 
     fn check_health(&self, args: wire::CheckHealthArgs) -> ToolResult {
