@@ -10,6 +10,7 @@ mod access;
 mod acl;
 mod associations;
 mod binary;
+mod conformance;
 mod crash;
 mod fake;
 mod fake_hub;
