@@ -47,6 +47,7 @@ pub mod derived;
 mod episodes;
 pub mod health;
 mod memories;
+mod names;
 mod paging;
 mod portability;
 mod profiles;
@@ -444,6 +445,22 @@ impl Engine {
     /// One background maintenance pass: flush every table, then merge when `merge`.
     pub fn maintain_index(&self, merge: bool) -> Result<MaintainOutcome> {
         self.store.maintain_index(merge)
+    }
+
+    /// Agent ids starting with `prefix` (for a client's completion), at most `limit`.
+    pub fn agent_ids(&self, prefix: &str, limit: usize) -> Result<Vec<String>> {
+        names::agent_ids(&self.store, prefix, limit)
+    }
+
+    /// `(agent_id, project_id)` pairs whose project starts with `prefix` (of `agent_id` when
+    /// given), at most `limit`.
+    pub fn project_ids(
+        &self,
+        agent_id: Option<&str>,
+        prefix: &str,
+        limit: usize,
+    ) -> Result<Vec<(String, String)>> {
+        names::project_ids(&self.store, agent_id, prefix, limit)
     }
 
     /// Writes the recall credit waiting in memory now (`serve`'s upkeep does it every pass,

@@ -111,6 +111,19 @@ pub trait ToolBackend: Send + Sync + 'static {
         Err(ToolError::user("this server serves no resources"))
     }
 
+    /// Names the store holds for a client's completion (`mcp/completion.rs`): agent ids
+    /// starting with `prefix` as `(agent, agent)`, or projects starting with it as
+    /// `(agent, project)` (of `agent` when given). Backends without a store have none.
+    fn names(
+        &self,
+        projects: bool,
+        agent: Option<&str>,
+        prefix: &str,
+    ) -> Result<Vec<(String, String)>, ToolError> {
+        let _ = (projects, agent, prefix);
+        Ok(Vec::new())
+    }
+
     /// CPersona's `check_update`, answered the same by every backend: this server does not
     /// update itself (`mcp/update.rs`).
     fn check_update(&self, args: wire::CheckUpdateArgs) -> ToolResult {

@@ -3,6 +3,7 @@
 //! blocking thread → one JSON text content). No ranking or storage logic lives here.
 
 pub mod backend;
+mod completion;
 pub mod content_limit;
 pub mod engine;
 mod guard;
@@ -19,10 +20,11 @@ use std::sync::Arc;
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::tool::ToolCallContext;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, GetPromptRequestParams,
-    GetPromptResponse, Implementation, JsonObject, ListPromptsResult, ListResourceTemplatesResult,
-    ListResourcesResult, MetaObject, PaginatedRequestParams, ReadResourceRequestParams,
-    ReadResourceResponse, ServerCapabilities, ServerConfig,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult,
+    ContentBlock, GetPromptRequestParams, GetPromptResponse, Implementation, JsonObject,
+    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, MetaObject,
+    PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities,
+    ServerConfig,
 };
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler, tool_handler};
@@ -288,6 +290,16 @@ impl ServerHandler for McpServer {
             .map(Into::into)
     }
 
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, ErrorData> {
+        let backend = Arc::clone(&self.backend);
+        let may_read = self.reader(&context);
+        blocking(move || completion::complete(backend.as_ref(), &request, may_read)).await
+    }
+
     async fn list_prompts(
         &self,
         _request: Option<PaginatedRequestParams>,
@@ -313,6 +325,7 @@ impl ServerHandler for McpServer {
                 .enable_tools()
                 .enable_prompts()
                 .enable_resources()
+                .enable_completions()
                 .enable_logging()
                 .build(),
         )

@@ -572,3 +572,44 @@ fn r21_resources_follow_the_grants() {
     );
     assert_eq!(shown, absent, "a row not yours reads as a missing one");
 }
+
+/// `completion/complete` offers the store's agent and project names for a prompt's arguments,
+/// and in ACL mode only those of agents the caller may read (issue 21).
+#[test]
+fn r21_completion_offers_only_readable_names() {
+    let acl_dir = tempfile::tempdir().unwrap();
+    let served = serve(acl_dir.path());
+    let raw = &served.raw;
+    setup(
+        raw,
+        "store",
+        json!({"agent_id": "alice", "content": "a", "project_id": "apollo"}),
+    );
+    setup(
+        raw,
+        "store",
+        json!({"agent_id": "bob", "content": "b", "project_id": "artemis"}),
+    );
+    let complete = |client: &str, argument: &str, value: &str| -> Vec<String> {
+        let reply = rpc_as(
+            raw,
+            token_of(client),
+            "completion/complete",
+            json!({"ref": {"type": "ref/prompt", "name": "start_session"},
+                   "argument": {"name": argument, "value": value}}),
+        );
+        reply["result"]["completion"]["values"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{reply}"))
+            .iter()
+            .map(|v| v.as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(complete("all", "agent_id", ""), ["alice", "bob"]);
+    assert_eq!(complete("all", "agent_id", "b"), ["bob"]);
+    assert_eq!(complete("all", "project_id", "a"), ["apollo", "artemis"]);
+    assert_eq!(complete("reader", "agent_id", ""), ["alice"]);
+    assert_eq!(complete("reader", "project_id", "a"), ["apollo"]);
+    assert!(complete("nobody", "agent_id", "").is_empty());
+    assert!(complete("all", "task", "").is_empty());
+}

@@ -21,6 +21,7 @@ const SCENARIOS: &[&str] = &[
     "resources-list",
     "prompts-list",
     "dns-rebinding-protection",
+    "completion-complete",
 ];
 
 #[test]

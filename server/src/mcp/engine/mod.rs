@@ -294,6 +294,29 @@ impl ToolBackend for EngineBackend {
         resources::read(self, agent_id, kind, id)
     }
 
+    fn names(
+        &self,
+        projects: bool,
+        agent: Option<&str>,
+        prefix: &str,
+    ) -> Result<Vec<(String, String)>, ToolError> {
+        // Room for the names the caller may not show, which it filters out.
+        const ASKED: usize = 100;
+        if projects {
+            self.engine
+                .project_ids(agent, prefix, ASKED)
+                .map_err(engine_error)
+        } else {
+            Ok(self
+                .engine
+                .agent_ids(prefix, ASKED)
+                .map_err(engine_error)?
+                .into_iter()
+                .map(|agent| (agent.clone(), agent))
+                .collect())
+        }
+    }
+
     fn check_health(&self, args: wire::CheckHealthArgs) -> ToolResult {
         health::check_health(self, args)
     }
