@@ -10,6 +10,7 @@ mod guard;
 pub mod logging;
 mod prompts;
 mod resources;
+mod subscriptions;
 mod tools;
 mod update;
 pub(crate) mod validate;
@@ -24,7 +25,7 @@ use rmcp::model::{
     ContentBlock, GetPromptRequestParams, GetPromptResponse, Implementation, JsonObject,
     ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, MetaObject,
     PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities,
-    ServerConfig,
+    ServerConfig, SubscribeRequestParams, UnsubscribeRequestParams,
 };
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler, tool_handler};
@@ -65,6 +66,8 @@ pub struct McpServer {
     acl: Option<Arc<Acl>>,
     /// The level this client set with `logging/setLevel` (`logging.rs`).
     log_level: logging::ClientLevel,
+    /// The resources this client subscribed to (`subscriptions.rs`).
+    subscriptions: subscriptions::Subscriptions,
 }
 
 /// Runs `f` on a blocking thread (the backend is synchronous), a panic becoming an internal
@@ -97,6 +100,7 @@ impl McpServer {
             over_http: false,
             acl: None,
             log_level: logging::ClientLevel::default(),
+            subscriptions: subscriptions::Subscriptions::default(),
         }
     }
 
@@ -270,6 +274,38 @@ impl ServerHandler for McpServer {
         blocking(move || resources::list(backend.as_ref(), cursor.as_deref(), may_read)).await
     }
 
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        if self.over_http {
+            return Err(ErrorData::invalid_request(
+                "resource subscriptions need a session with a stream to the client (stdio); \
+                 this streamable HTTP server is stateless",
+                None,
+            ));
+        }
+        // A row the caller may not read, or none at all: the same "not found" as a read.
+        let backend = Arc::clone(&self.backend);
+        let may_read = self.reader(&context);
+        let uri = request.uri.clone();
+        blocking(move || resources::read(backend.as_ref(), &uri, may_read).map(|_| ())).await?;
+        self.subscriptions
+            .subscribe(Arc::clone(&self.backend), context.peer.clone(), request.uri)
+            .await;
+        Ok(())
+    }
+
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.subscriptions.unsubscribe(&request.uri);
+        Ok(())
+    }
+
     async fn list_resource_templates(
         &self,
         _request: Option<PaginatedRequestParams>,
@@ -320,16 +356,22 @@ impl ServerHandler for McpServer {
 
     #[allow(deprecated)] // `enable_logging`: see `set_level`.
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(
-            ServerCapabilities::builder()
-                .enable_tools()
-                .enable_prompts()
-                .enable_resources()
+        let capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_prompts()
+            .enable_resources();
+        // Subscriptions need a stream to the client, which stateless HTTP has not.
+        let capabilities = if self.over_http {
+            capabilities.enable_completions().enable_logging().build()
+        } else {
+            capabilities
+                .enable_resources_subscribe()
                 .enable_completions()
                 .enable_logging()
-                .build(),
-        )
-        .with_server_info(Implementation::new("cpersona", env!("CARGO_PKG_VERSION")))
-        .with_instructions(SERVER_INSTRUCTIONS)
+                .build()
+        };
+        ServerConfig::new(capabilities)
+            .with_server_info(Implementation::new("cpersona", env!("CARGO_PKG_VERSION")))
+            .with_instructions(SERVER_INSTRUCTIONS)
     }
 }

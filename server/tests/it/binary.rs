@@ -62,6 +62,8 @@ pub(crate) struct StdioSession {
     stdout: BufReader<std::process::ChildStdout>,
     stderr: std::thread::JoinHandle<String>,
     next_id: u64,
+    /// Notifications read while waiting for a response, oldest first.
+    notifications: Vec<Value>,
 }
 
 impl StdioSession {
@@ -99,19 +101,40 @@ impl StdioSession {
             stdout,
             stderr,
             next_id: 1,
+            notifications: Vec::new(),
         }
+    }
+
+    /// Sends one request and returns its response; notifications read meanwhile are kept
+    /// for [`StdioSession::take_notifications`].
+    pub(crate) fn request(&mut self, method: &str, params: Value) -> Value {
+        let id = self.next_id;
+        self.next_id += 1;
+        let request = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        writeln!(self.stdin, "{request}").unwrap();
+        self.stdin.flush().unwrap();
+        loop {
+            let mut line = String::new();
+            assert!(
+                self.stdout.read_line(&mut line).unwrap() > 0,
+                "the server closed stdout"
+            );
+            let frame: Value = serde_json::from_str(&line).unwrap();
+            if frame["id"] == id {
+                return frame;
+            }
+            self.notifications.push(frame);
+        }
+    }
+
+    /// The notifications read so far (sent before the last response), emptied.
+    pub(crate) fn take_notifications(&mut self) -> Vec<Value> {
+        std::mem::take(&mut self.notifications)
     }
 
     /// Calls one tool and returns its `isError` flag and JSON body.
     pub(crate) fn call(&mut self, name: &str, args: &Value) -> (bool, Value) {
-        let call = json!({"jsonrpc": "2.0", "id": self.next_id, "method": "tools/call",
-            "params": {"name": name, "arguments": args}});
-        self.next_id += 1;
-        writeln!(self.stdin, "{call}").unwrap();
-        self.stdin.flush().unwrap();
-        let mut line = String::new();
-        self.stdout.read_line(&mut line).unwrap();
-        let reply: Value = serde_json::from_str(&line).unwrap();
+        let reply = self.request("tools/call", json!({"name": name, "arguments": args}));
         let is_error = reply["result"]["isError"].as_bool().unwrap_or(false);
         let text = reply["result"]["content"][0]["text"].as_str().unwrap();
         (is_error, serde_json::from_str(text).unwrap())

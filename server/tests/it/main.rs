@@ -29,5 +29,6 @@ mod replay_cli;
 mod safe_paths;
 mod schemas;
 mod settings;
+mod subscriptions;
 mod tidy;
 mod transport;
