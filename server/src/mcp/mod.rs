@@ -208,6 +208,18 @@ fn refusal(tool: &str, message: &str) -> CallToolResult {
     )])
 }
 
+/// `result` with its JSON body also as `structuredContent`, for clients that read structured
+/// output; the text content stays byte for byte what clients that read text parse.
+fn with_structured_content(mut result: CallToolResult) -> CallToolResult {
+    if result.structured_content.is_none()
+        && let [ContentBlock::Text(text)] = result.content.as_slice()
+        && let Ok(body @ Value::Object(_)) = serde_json::from_str::<Value>(&text.text)
+    {
+        result.structured_content = Some(body);
+    }
+    result
+}
+
 /// `_meta` that asks clients which defer tool loading to load this tool up front
 /// (CPersona sets it on `store`, `archive_episode` and `reconstruct`).
 pub(crate) fn always_load() -> MetaObject {
@@ -239,8 +251,9 @@ impl ServerHandler for McpServer {
         let response = self.tool_router.call(call).await?;
         Ok(match (response, resolved_agent) {
             (CallToolResponse::Complete(result), Some(agent)) => {
-                guard::with_resolved_agent(result, &agent).into()
+                with_structured_content(guard::with_resolved_agent(result, &agent)).into()
             }
+            (CallToolResponse::Complete(result), None) => with_structured_content(result).into(),
             (response, _) => response,
         })
     }

@@ -119,6 +119,32 @@ async fn initialize_gives_instructions_and_lists_every_tool() {
     );
 }
 
+/// Every tool's JSON body is also its `structuredContent` (issue 21), refusals included; the
+/// text content stays what text-reading clients parse.
+#[tokio::test]
+async fn every_body_is_also_structured_content() {
+    let session = connect().await;
+    for (tool, args) in [
+        ("store", json!({"agent_id": "a", "content": "structured"})),
+        ("recall", json!({"agent_id": "a", "query": "structured"})),
+        (
+            "recall",
+            json!({"agent_id": "a", "query": "q", "limit": 500}),
+        ),
+    ] {
+        let result = session
+            .client
+            .call_tool(
+                CallToolRequestParams::new(tool).with_arguments(args.as_object().unwrap().clone()),
+            )
+            .await
+            .unwrap();
+        let text = &result.content[0].as_text().unwrap().text;
+        let body: Value = serde_json::from_str(text).unwrap();
+        assert_eq!(result.structured_content.as_ref(), Some(&body), "{tool}");
+    }
+}
+
 /// The workflows of the instructions as MCP prompts (issue 21): listed with their arguments,
 /// each written from the caller's arguments, a missing required one refused as invalid params.
 #[tokio::test]
