@@ -1,9 +1,10 @@
 //! The command line: `serve` (the default), `index`, `import`, `export`, `check`, `model`,
-//! `embed-serve`, `recall`, `replay`, `token`. Parses flags, reads configuration once, sets up logging to stderr, and
+//! `embed-serve`, `recall`, `replay`, `token`, `migrate`. Parses flags, reads configuration once, sets up logging to stderr, and
 //! hands off; it never prints to stdout while serving stdio.
 
 mod admin;
 mod index;
+mod migrate;
 mod model;
 mod open;
 mod recall;
@@ -86,6 +87,20 @@ pub enum Command {
     Token {
         #[command(subcommand)]
         action: TokenAction,
+    },
+    /// Convert a CPersona 2.5/2.6 database (read-only) into a new cpersona-rs store: progress
+    /// on stderr, the report (what was carried, what was not and why) as JSON on stdout.
+    Migrate {
+        /// The CPersona SQLite file; never written.
+        #[arg(long, value_name = "PATH")]
+        from_cpersona: PathBuf,
+        /// The store to write (new or empty); default `<stem>.cpersona-rs.db` beside PATH, the
+        /// file `serve` uses when CPERSONA_DB_PATH names PATH.
+        #[arg(long, value_name = "OURS")]
+        to: Option<PathBuf>,
+        /// Report what would be carried; write nothing.
+        #[arg(long)]
+        dry_run: bool,
     },
     /// Serve the configured embedder over CPersona's HTTP embedding contract.
     EmbedServe {
@@ -213,6 +228,11 @@ fn run(command: Command, config: Config, env: &Env) -> Result<(), RunError> {
         Command::Model { action } => model::run(action, &config, env),
         Command::EmbedServe { http } => admin::embed_serve(&config, http),
         Command::Reembed => index::reembed(&config),
+        Command::Migrate {
+            from_cpersona,
+            to,
+            dry_run,
+        } => migrate::run(&config, &from_cpersona, to, dry_run),
         Command::Recall(args) => recall::run(&config, args),
         Command::Replay(args) => replay::run(&config, args),
         Command::Token {

@@ -18,6 +18,7 @@ mod fuzz;
 mod health;
 mod http;
 mod mcp;
+mod migrate;
 mod model;
 mod py;
 mod recency;
