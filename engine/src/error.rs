@@ -34,8 +34,8 @@ pub enum Error {
         "database schema version {found} is newer than this build supports ({supported}); upgrade cpersona-rs"
     )]
     SchemaTooNew { found: u32, supported: u32 },
-    /// The file is an SQLite database that cpersona-rs did not create (for instance a
-    /// CPersona 2.x file); bring its memories over with `import_memories` instead.
+    /// The file is an SQLite database that cpersona-rs did not create, and not a CPersona
+    /// store (that is [`Error::CPersonaDatabase`]).
     #[error(
         "{path} is not a cpersona-rs database (found table {table}); export it as JSONL and import it"
     )]

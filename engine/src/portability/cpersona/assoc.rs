@@ -9,7 +9,7 @@ use std::collections::HashSet;
 use rusqlite::{Transaction, params};
 
 use super::read::Source;
-use super::{ConvertOutcome, instant_or};
+use super::report::{ConvertOutcome, instant_or};
 use crate::associations::normalize;
 use crate::error::Result;
 

@@ -9,160 +9,33 @@
 
 mod assoc;
 pub(crate) mod read;
+mod report;
 mod vectors;
 
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
-use rusqlite::{Transaction, params};
-use serde::{Deserialize, Serialize};
-
 use self::read::{MemoryRow, Source};
-use super::record::{Axes, ImportOutcome, MAX_LISTED_ERRORS, Record};
+use self::report::instant_or;
+use super::record::{Axes, ImportOutcome, Record};
 use crate::config::EngineConfig;
 use crate::embed::Embedder;
 use crate::embed::hash::HASH_MODEL_ID;
 use crate::error::{Error, Result};
 use crate::store::Store;
-use crate::time::{now_ms, parse_iso8601_ms};
+use crate::time::parse_iso8601_ms;
+use rusqlite::{Transaction, params};
 
 pub use read::StoreKind;
-pub use vectors::VectorGroup;
+pub use report::{
+    Carried, ConvertOutcome, ConvertProgress, ConvertRequest, NotCarried, SourceStamp, VectorGroup,
+};
 
 /// The `meta` key holding the stamp of the CPersona file a store was converted from.
 pub const SOURCE_META_KEY: &str = "converted_from_cpersona";
 
 /// Rows per committed batch.
 const BATCH_ROWS: usize = 500;
-
-/// A conversion's arguments.
-#[derive(Clone, Debug, Default)]
-pub struct ConvertRequest {
-    /// The CPersona SQLite file (opened read-only).
-    pub source: PathBuf,
-    /// Run every write in a transaction that is rolled back: the report says what would be
-    /// carried, the target keeps nothing.
-    pub dry_run: bool,
-}
-
-/// Where a conversion stands, for a progress bar: rows read so far of `total`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ConvertProgress {
-    pub done: u64,
-    pub total: u64,
-}
-
-/// The CPersona file as it was when converted; a later start compares it to warn when the
-/// original has changed since (the converted store does not follow it).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SourceStamp {
-    /// Canonical path.
-    pub path: String,
-    /// Bytes of the database file.
-    pub size: u64,
-    /// Its modification time, UTC ms.
-    pub mtime_ms: i64,
-    /// Bytes of its write-ahead log (`-wal`; 0 when none).
-    pub wal_size: u64,
-    /// CPersona's `schema_version`.
-    pub schema_version: i64,
-    /// Row counts, highest ids and the recall counters' sum.
-    pub counts: BTreeMap<String, i64>,
-}
-
-impl SourceStamp {
-    /// What differs from `later`, one phrase each; empty when nothing does.
-    pub fn changes_to(&self, later: &SourceStamp) -> Vec<String> {
-        let mut changes = Vec::new();
-        if self.size != later.size || self.wal_size != later.wal_size {
-            changes.push(format!(
-                "size {}+{} bytes (db+wal) was {}+{}",
-                later.size, later.wal_size, self.size, self.wal_size
-            ));
-        }
-        if self.mtime_ms != later.mtime_ms {
-            changes.push("modification time moved".into());
-        }
-        for (key, now) in &later.counts {
-            let then = self.counts.get(key).copied().unwrap_or(0);
-            if then != *now {
-                changes.push(format!("{key} {now} was {then}"));
-            }
-        }
-        changes
-    }
-}
-
-/// Counts carried, per kind.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
-pub struct Carried {
-    pub memories: usize,
-    pub episodes: usize,
-    pub profiles: usize,
-    /// Memories carried locked.
-    pub locked: usize,
-    /// Memories carried with a recall count above zero (their `last_recalled_at` with them).
-    pub recall_counters: usize,
-    /// Rows whose CPersona vector was kept (as the embedder's, or for re-embedding).
-    pub vectors: usize,
-    /// Rows written without a vector, queued for embedding.
-    pub queued_for_embedding: usize,
-    pub entities: usize,
-    pub aliases: usize,
-    pub mentions: usize,
-    pub relations: usize,
-}
-
-/// A table (or file) of the original that has no place here.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct NotCarried {
-    pub what: String,
-    pub rows: i64,
-    pub reason: String,
-}
-
-/// A conversion's report.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
-pub struct ConvertOutcome {
-    pub ok: bool,
-    pub dry_run: bool,
-    /// The original, as read.
-    pub source: Option<SourceStamp>,
-    /// The store written.
-    pub target: String,
-    pub carried: Carried,
-    /// Each group of vectors and what became of it.
-    pub vectors: Vec<VectorGroup>,
-    /// Derived tables rebuilt here rather than copied, with the original's row counts.
-    pub regenerated: Vec<NotCarried>,
-    /// What has no place here.
-    pub not_carried: Vec<NotCarried>,
-    /// Rows or associations refused, each with its reason (at most 100 listed).
-    pub refused: Vec<String>,
-    /// Refusals beyond the listed ones.
-    pub refused_omitted: usize,
-    /// Mentions, aliases and relations dropped with a row or entity that was not carried.
-    pub dropped_associations: usize,
-    /// Values carried with a change (an unreadable timestamp), and other remarks.
-    pub notes: Vec<String>,
-}
-
-impl ConvertOutcome {
-    fn refuse(&mut self, message: String) {
-        if self.refused.len() < MAX_LISTED_ERRORS {
-            self.refused.push(message);
-        } else {
-            self.refused_omitted += 1;
-        }
-    }
-
-    fn note(&mut self, message: String) {
-        if self.notes.len() < MAX_LISTED_ERRORS {
-            self.notes.push(message);
-        }
-    }
-}
 
 /// What the file at `path` is, without changing it.
 pub fn inspect(path: &Path) -> Result<StoreKind> {
@@ -210,101 +83,94 @@ pub(crate) fn convert(
     let apply_target = (target.clone(), format);
     let bulk_min = config.import_bulk_min_rows;
     let mut counts = ImportOutcome::default();
-    let mut write_all =
-        |tx_for: &mut dyn FnMut(&mut dyn FnMut(&Transaction<'_>) -> Result<()>) -> Result<()>,
-         outcome: &mut ConvertOutcome|
-         -> Result<()> {
-            let mut after = 0i64;
-            loop {
-                let rows = source.memories(after, BATCH_ROWS)?;
-                let Some(last) = rows.last() else { break };
-                after = last.id;
-                let n_rows = rows.len() as u64;
-                let records: Vec<Record> = rows
-                    .into_iter()
-                    .map(|row| memory_record(row, &plan, &target, format, outcome))
-                    .collect();
-                tx_for(&mut |tx| {
-                    super::apply::apply_batch(tx, &records, &apply_target, bulk_min, &mut counts)?;
-                    explain_skipped(tx, &records, outcome)
-                })?;
-                done += n_rows;
-                progress(ConvertProgress { done, total });
-            }
-            let mut after = 0i64;
-            loop {
-                let rows = source.episodes(after, BATCH_ROWS)?;
-                let Some(last) = rows.last() else { break };
-                after = last.id;
-                let n_rows = rows.len() as u64;
-                let records: Vec<Record> = rows
-                    .into_iter()
-                    .map(|row| Record::Episode {
-                        id: Some(row.id),
-                        axes: Axes {
-                            agent_id: row.agent_id,
-                            project_id: row.project_id,
-                            channel: row.channel,
-                        },
-                        start: row
-                            .start_time
-                            .filter(|t| !t.is_empty())
-                            .and_then(|t| optional_instant(t, outcome, row.id, "start_time")),
-                        end: row
-                            .end_time
-                            .filter(|t| !t.is_empty())
-                            .and_then(|t| optional_instant(t, outcome, row.id, "end_time")),
-                        created_at_ms: instant_or(
-                            row.created_at.as_deref(),
-                            outcome,
-                            "episode created_at",
-                        ),
-                        resolved: row.resolved,
-                        embedding: plan.embedding(
-                            "episodes",
-                            &row.embedding_model,
-                            row.embedding,
-                            &target,
-                            format,
-                        ),
-                        summary: row.summary,
-                        keywords: row.keywords,
-                    })
-                    .collect();
-                tx_for(&mut |tx| {
-                    super::apply::apply_batch(tx, &records, &apply_target, bulk_min, &mut counts)
-                })?;
-                done += n_rows;
-                progress(ConvertProgress { done, total });
-            }
-            let profiles: Vec<Record> = source
-                .profiles()?
+    let mut write_all = |tx_for: &mut RunInTx<'_>, outcome: &mut ConvertOutcome| -> Result<()> {
+        let mut after = 0i64;
+        loop {
+            let rows = source.memories(after, BATCH_ROWS)?;
+            let Some(last) = rows.last() else { break };
+            after = last.id;
+            let n_rows = rows.len() as u64;
+            let records: Vec<Record> = rows
                 .into_iter()
-                .map(
-                    |(agent_id, project_id, user_id, content, updated_at)| Record::Profile {
-                        agent_id,
-                        project_id,
-                        user_id,
-                        content,
-                        updated_at_ms: instant_or(
-                            updated_at.as_deref(),
-                            outcome,
-                            "profile updated_at",
-                        ),
-                    },
-                )
+                .map(|row| memory_record(row, &plan, &target, format, outcome))
                 .collect();
-            let n_profiles = profiles.len();
             tx_for(&mut |tx| {
-                super::apply::apply(tx, &profiles, &apply_target, &mut counts)?;
-                assoc::copy(&source, tx, outcome)?;
-                carry_sequences(&source, tx)?;
-                record_meta(tx, &stamp, &plan, embedder.as_ref())
+                super::apply::apply_batch(tx, &records, &apply_target, bulk_min, &mut counts)?;
+                explain_skipped(tx, &records, outcome)
             })?;
-            done += n_profiles as u64;
+            done += n_rows;
             progress(ConvertProgress { done, total });
-            Ok(())
-        };
+        }
+        let mut after = 0i64;
+        loop {
+            let rows = source.episodes(after, BATCH_ROWS)?;
+            let Some(last) = rows.last() else { break };
+            after = last.id;
+            let n_rows = rows.len() as u64;
+            let records: Vec<Record> = rows
+                .into_iter()
+                .map(|row| Record::Episode {
+                    id: Some(row.id),
+                    axes: Axes {
+                        agent_id: row.agent_id,
+                        project_id: row.project_id,
+                        channel: row.channel,
+                    },
+                    start: row
+                        .start_time
+                        .filter(|t| !t.is_empty())
+                        .and_then(|t| optional_instant(t, outcome, row.id, "start_time")),
+                    end: row
+                        .end_time
+                        .filter(|t| !t.is_empty())
+                        .and_then(|t| optional_instant(t, outcome, row.id, "end_time")),
+                    created_at_ms: instant_or(
+                        row.created_at.as_deref(),
+                        outcome,
+                        "episode created_at",
+                    ),
+                    resolved: row.resolved,
+                    embedding: plan.embedding(
+                        "episodes",
+                        &row.embedding_model,
+                        row.embedding,
+                        &target,
+                        format,
+                    ),
+                    summary: row.summary,
+                    keywords: row.keywords,
+                })
+                .collect();
+            tx_for(&mut |tx| {
+                super::apply::apply_batch(tx, &records, &apply_target, bulk_min, &mut counts)
+            })?;
+            done += n_rows;
+            progress(ConvertProgress { done, total });
+        }
+        let profiles: Vec<Record> = source
+            .profiles()?
+            .into_iter()
+            .map(
+                |(agent_id, project_id, user_id, content, updated_at)| Record::Profile {
+                    agent_id,
+                    project_id,
+                    user_id,
+                    content,
+                    updated_at_ms: instant_or(updated_at.as_deref(), outcome, "profile updated_at"),
+                },
+            )
+            .collect();
+        let n_profiles = profiles.len();
+        tx_for(&mut |tx| {
+            super::apply::apply(tx, &profiles, &apply_target, &mut counts)?;
+            assoc::copy(&source, tx, outcome)?;
+            carry_sequences(&source, tx)?;
+            record_meta(tx, &stamp, &plan, embedder.as_ref())
+        })?;
+        done += n_profiles as u64;
+        progress(ConvertProgress { done, total });
+        Ok(())
+    };
     if req.dry_run {
         store.write_dry(|tx| {
             write_all(&mut |f| f(tx), &mut outcome)?;
@@ -333,6 +199,11 @@ pub(crate) fn convert(
     outcome.source = Some(stamp);
     Ok(outcome)
 }
+
+/// One batch's writes, run by the caller in a transaction it owns.
+type BatchWrites<'a> = dyn FnMut(&Transaction<'_>) -> Result<()> + 'a;
+/// Runs one batch's writes in a committed (or, for a dry run, the one rolled-back) transaction.
+type RunInTx<'a> = dyn FnMut(&mut BatchWrites<'_>) -> Result<()> + 'a;
 
 /// The store must be new: a conversion never mixes with rows already there.
 fn refuse_non_empty(store: &Store, config: &EngineConfig) -> Result<()> {
@@ -614,22 +485,6 @@ fn list_tables(source: &Source, path: &Path, outcome: &mut ConvertOutcome) {
             rows: 0,
             reason: reason.into(),
         });
-    }
-}
-
-/// `text` as UTC ms; now (with a note) when it is missing or unreadable.
-pub(super) fn instant_or(text: Option<&str>, outcome: &mut ConvertOutcome, what: &str) -> i64 {
-    match text.filter(|t| !t.trim().is_empty()) {
-        Some(t) => match parse_iso8601_ms(t) {
-            Ok(ms) => ms,
-            Err(_) => {
-                outcome.note(format!(
-                    "{what} {t:?} is not a timestamp; the conversion time is used"
-                ));
-                now_ms()
-            }
-        },
-        None => now_ms(),
     }
 }
 

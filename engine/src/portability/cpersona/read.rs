@@ -8,7 +8,7 @@ use std::path::Path;
 
 use rusqlite::{Connection, OpenFlags, OptionalExtension, Row, params};
 
-use super::SourceStamp;
+use super::report::SourceStamp;
 use crate::error::{Error, Result};
 
 /// The oldest CPersona schema read: 2.5's v13 (the columns every later step adds are optional).
@@ -234,7 +234,7 @@ impl Source {
     }
 
     /// Every profile: `(agent, project, user, content, updated_at)`.
-    pub(super) fn profiles(&self) -> Result<Vec<(String, String, String, String, Option<String>)>> {
+    pub(super) fn profiles(&self) -> Result<Vec<ProfileRow>> {
         let cols = columns(&self.conn, "profiles")?;
         let sql = format!(
             "SELECT agent_id, {}, {}, content, {} FROM profiles ORDER BY id",
@@ -334,6 +334,9 @@ impl Source {
         Ok(counts)
     }
 }
+
+/// One CPersona profile: `(agent, project, user, content, updated_at)`.
+pub(super) type ProfileRow = (String, String, String, String, Option<String>);
 
 /// One CPersona memory as stored.
 pub(super) struct MemoryRow {

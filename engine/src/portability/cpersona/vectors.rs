@@ -9,9 +9,8 @@
 
 use std::collections::HashMap;
 
-use serde::Serialize;
-
 use super::read::Source;
+use super::report::VectorGroup;
 use crate::embed::Embedder;
 use crate::error::Result;
 use crate::portability::record::Embedding;
@@ -24,26 +23,6 @@ const SAMPLE_ROWS: usize = 8;
 const SAME_VECTOR_COSINE: f64 = 0.99;
 /// The label under which unlabelled vectors of another model are kept.
 pub(super) const UNLABELLED: &str = "cpersona-unlabelled";
-
-/// One group of CPersona vectors and what the conversion does with it.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct VectorGroup {
-    /// `memories` or `episodes`.
-    pub table: &'static str,
-    /// CPersona's `embedding_model` label (`""`: none recorded).
-    pub label: String,
-    /// Floats per vector (bytes / 4).
-    pub dim: usize,
-    /// Rows in the group.
-    pub rows: i64,
-    /// `kept` (the embedder's vectors, no re-embedding), `kept_for_reembedding` (another
-    /// model's, replaced in the background) or `queued` (unusable, embedded afresh).
-    pub verdict: &'static str,
-    /// The model id the rows carry here.
-    pub model_id: String,
-    /// Why.
-    pub reason: String,
-}
 
 /// The verdicts, by `(table, label, byte length)`.
 pub(super) struct Plan {
