@@ -34,12 +34,37 @@ pub enum Error {
         "database schema version {found} is newer than this build supports ({supported}); upgrade cpersona-rs"
     )]
     SchemaTooNew { found: u32, supported: u32 },
-    /// The file is an SQLite database that cpersona-rs did not create (for instance a
-    /// CPersona 2.x file); bring its memories over with `import_memories` instead.
+    /// The file is an SQLite database that cpersona-rs did not create, and not a CPersona
+    /// store (that is [`Error::CPersonaDatabase`]).
     #[error(
         "{path} is not a cpersona-rs database (found table {table}); export it as JSONL and import it"
     )]
     ForeignDatabase { path: String, table: String },
+    /// The file is a CPersona store: it is converted (`cpersona migrate --from-cpersona`,
+    /// or `serve` beside it), never migrated in place.
+    #[error(
+        "{path} is a CPersona database; convert it with `cpersona migrate --from-cpersona {path}` (serve converts it to a file beside it by itself)"
+    )]
+    CPersonaDatabase { path: String },
+    /// A conversion's source is not a CPersona store.
+    #[error("{path} is not a CPersona store: {reason}")]
+    NotCPersona { path: String, reason: String },
+    /// A CPersona store of a schema this build does not read.
+    #[error(
+        "{path} has CPersona schema version {found}; this build converts versions {oldest} to {newest} (CPersona 2.5 and 2.6)"
+    )]
+    CPersonaSchemaUnknown {
+        path: String,
+        found: i64,
+        oldest: i64,
+        newest: i64,
+    },
+    /// A CPersona store SQLite cannot read.
+    #[error("cannot read {path}: {reason}")]
+    CPersonaUnreadable { path: String, reason: String },
+    /// A conversion's target already holds rows.
+    #[error("{path} already holds memories; a conversion writes only into a new store")]
+    TargetNotEmpty { path: String },
     /// A vector's dimension does not match the store's; vectors are never mixed.
     #[error("embedding dimension {received} does not match the store's dimension {expected}")]
     WrongDimension { expected: usize, received: usize },
@@ -106,7 +131,12 @@ impl Error {
             | Error::Sqlite(_)
             | Error::Io(_)
             | Error::SchemaTooNew { .. }
-            | Error::ForeignDatabase { .. } => false,
+            | Error::ForeignDatabase { .. }
+            | Error::CPersonaDatabase { .. }
+            | Error::NotCPersona { .. }
+            | Error::CPersonaSchemaUnknown { .. }
+            | Error::CPersonaUnreadable { .. }
+            | Error::TargetNotEmpty { .. } => false,
         }
     }
 

@@ -83,6 +83,9 @@ pub use memories::{
     DeleteMemoryOutcome, LockMemoryOutcome, MemoryIdRequest, StoreId, StoreOutcome, StoreRequest,
     StoreResult, TimestampAhead, UnlockMemoryOutcome, UpdateMemoryOutcome, UpdateMemoryRequest,
 };
+pub use portability::cpersona::{
+    self as cpersona, ConvertOutcome, ConvertProgress, ConvertRequest, SourceStamp,
+};
 pub use portability::{
     ExportOutcome, ExportRequest, ImportOutcome, ImportRequest, MergeMode, MergeOutcome,
     MergeRequest,
@@ -125,6 +128,22 @@ pub struct Engine {
 }
 
 impl Engine {
+    /// Converts a CPersona store (read-only) into a new store at `config.db_path`, created
+    /// here; the report lists what was carried and what was not. `progress` sees rows read.
+    pub fn convert_cpersona(
+        config: &EngineConfig,
+        embedder: Arc<dyn Embedder>,
+        req: &ConvertRequest,
+        progress: &mut dyn FnMut(ConvertProgress),
+    ) -> Result<ConvertOutcome> {
+        portability::cpersona::convert(config, embedder, req, progress)
+    }
+
+    /// The stamp of the CPersona file this store was converted from, if it was.
+    pub fn converted_from(&self) -> Result<Option<SourceStamp>> {
+        portability::cpersona::recorded_stamp(&self.store)
+    }
+
     /// Opens (creating and migrating when needed) the store at `config.db_path`.
     ///
     /// The store records the embedder's identity (model id, dimension) the first time it is

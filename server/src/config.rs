@@ -29,6 +29,8 @@ pub use reconstruct::{ReconstructSequence, ReconstructSettings};
 pub struct Config {
     /// The SQLite file, the source of truth.
     pub db_path: PathBuf,
+    /// True when neither `--db` nor `CPERSONA_DB_PATH` named the database (the default path).
+    pub db_path_defaulted: bool,
     pub embedder: EmbedderConfig,
     pub http: HttpConfig,
     pub writes: WriteLimits,
@@ -241,9 +243,9 @@ impl Config {
     /// Parse and validate every setting. `db_override` is the `--db` flag, which wins over
     /// `CPERSONA_DB_PATH`.
     pub fn from_env(env: &Env, db_override: Option<PathBuf>) -> Result<Config> {
-        let db_path = db_override
-            .or_else(|| env.get("CPERSONA_DB_PATH").map(PathBuf::from))
-            .unwrap_or_else(default_db_path);
+        let named = db_override.or_else(|| env.get("CPERSONA_DB_PATH").map(PathBuf::from));
+        let db_path_defaulted = named.is_none();
+        let db_path = named.unwrap_or_else(default_db_path);
         let recall = parse_recall(env)?;
         let reconstruct = parse_reconstruct(env, recall.preview_chars)?;
         let env_model_dir = env.get("CPERSONA_MODEL_DIR").map(PathBuf::from);
@@ -251,6 +253,7 @@ impl Config {
         let model_dir = env_model_dir.unwrap_or_else(default_model_dir);
         Ok(Config {
             db_path,
+            db_path_defaulted,
             embedder: parse_embedder(env, &model_dir)?,
             http: parse_http(env)?,
             writes: parse_writes(env)?,

@@ -9,10 +9,10 @@ use crate::error::Result;
 use crate::store::VectorTarget;
 
 /// The store's vector target and the format rows are written in.
-pub(super) type Target = (VectorTarget, crate::vector::EmbeddingFormat);
+pub(crate) type Target = (VectorTarget, crate::vector::EmbeddingFormat);
 
 /// One committed batch: large ones take the bulk FTS path (`super::bulk`), all within `tx`.
-pub(super) fn apply_batch(
+pub(crate) fn apply_batch(
     tx: &Transaction<'_>,
     records: &[Record],
     target: &Target,
@@ -35,7 +35,7 @@ pub(super) fn apply_batch(
     Ok(())
 }
 
-pub(super) fn apply(
+pub(crate) fn apply(
     tx: &Transaction<'_>,
     records: &[Record],
     target: &Target,
@@ -44,6 +44,7 @@ pub(super) fn apply(
     for record in records {
         match record {
             Record::Memory {
+                id,
                 axes,
                 msg_id,
                 content,
@@ -54,20 +55,22 @@ pub(super) fn apply(
                 created_at_ms,
                 locked,
                 recall_count,
+                last_recalled_at_ms,
                 embedding,
             } => {
                 let (blob, model, dim, tag) = embedding_columns(embedding, target);
                 let n = tx
                     .prepare_cached(
-                        "INSERT OR IGNORE INTO memories(agent_id, project_id, channel, msg_id, content, \
-                         source, metadata, timestamp, timestamp_ms, created_at_ms, locked, recall_count, \
-                         embedding, embedding_model, embedding_dim, embedding_format) \
-                         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        "INSERT OR IGNORE INTO memories(id, agent_id, project_id, channel, msg_id, \
+                         content, source, metadata, timestamp, timestamp_ms, created_at_ms, locked, \
+                         recall_count, last_recalled_at_ms, embedding, embedding_model, \
+                         embedding_dim, embedding_format) \
+                         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     )?
                     .execute(params![
-                        axes.agent_id, axes.project_id, axes.channel, msg_id, content, source,
+                        id, axes.agent_id, axes.project_id, axes.channel, msg_id, content, source,
                         metadata, timestamp, timestamp_ms, created_at_ms, locked, recall_count,
-                        blob, model, dim, tag,
+                        last_recalled_at_ms, blob, model, dim, tag,
                     ])?;
                 if n == 0 {
                     outcome.skipped_memories += 1;
@@ -83,6 +86,7 @@ pub(super) fn apply(
                 finish_embedding(tx, "memories", &axes.agent_id, embedding, outcome)?;
             }
             Record::Episode {
+                id,
                 axes,
                 summary,
                 keywords,
@@ -92,7 +96,8 @@ pub(super) fn apply(
                 resolved,
                 embedding,
             } => {
-                let exists: bool = tx
+                // A row keeping its source's id is that row, not a copy of another.
+                let exists: bool = id.is_none() && tx
                     .prepare_cached(
                         "SELECT EXISTS(SELECT 1 FROM episodes WHERE agent_id = ? AND project_id = ? \
                          AND channel = ? AND summary = ?)",
@@ -104,15 +109,28 @@ pub(super) fn apply(
                 }
                 let (blob, model, dim, tag) = embedding_columns(embedding, target);
                 tx.prepare_cached(
-                    "INSERT INTO episodes(agent_id, project_id, channel, summary, keywords, start_time, \
-                     end_time, start_ms, end_ms, resolved, created_at_ms, embedding, embedding_model, \
-                     embedding_dim, embedding_format) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    "INSERT INTO episodes(id, agent_id, project_id, channel, summary, keywords, \
+                     start_time, end_time, start_ms, end_ms, resolved, created_at_ms, embedding, \
+                     embedding_model, embedding_dim, embedding_format) \
+                     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 )?
                 .execute(params![
-                    axes.agent_id, axes.project_id, axes.channel, summary, keywords,
-                    start.as_ref().map(|s| &s.0), end.as_ref().map(|s| &s.0),
-                    start.as_ref().map(|s| s.1), end.as_ref().map(|s| s.1),
-                    resolved, created_at_ms, blob, model, dim, tag,
+                    id,
+                    axes.agent_id,
+                    axes.project_id,
+                    axes.channel,
+                    summary,
+                    keywords,
+                    start.as_ref().map(|s| &s.0),
+                    end.as_ref().map(|s| &s.0),
+                    start.as_ref().map(|s| s.1),
+                    end.as_ref().map(|s| s.1),
+                    resolved,
+                    created_at_ms,
+                    blob,
+                    model,
+                    dim,
+                    tag,
                 ])?;
                 outcome.imported_episodes += 1;
                 crate::derived::write_offsets(
@@ -126,16 +144,23 @@ pub(super) fn apply(
             Record::Profile {
                 agent_id,
                 project_id,
+                user_id,
                 content,
                 updated_at_ms,
             } => {
                 tx.prepare_cached(
                     "INSERT INTO profiles(agent_id, project_id, user_id, content, updated_at_ms) \
-                     VALUES (?, ?, '', ?, ?) ON CONFLICT(agent_id, user_id) DO UPDATE SET \
+                     VALUES (?, ?, ?, ?, ?) ON CONFLICT(agent_id, user_id) DO UPDATE SET \
                      content = excluded.content, project_id = excluded.project_id, \
                      updated_at_ms = excluded.updated_at_ms WHERE content != excluded.content",
                 )?
-                .execute(params![agent_id, project_id, content, updated_at_ms])?;
+                .execute(params![
+                    agent_id,
+                    project_id,
+                    user_id,
+                    content,
+                    updated_at_ms
+                ])?;
                 outcome.profile_updated = true;
             }
         }
@@ -153,6 +178,16 @@ fn embedding_columns<'a>(embedding: &'a Embedding, target: &'a Target) -> Embedd
             target.0.dim as i64,
             target.1.tag(),
         ),
+        Embedding::Foreign {
+            blob,
+            model_id,
+            dim,
+        } => (
+            Some(blob.as_slice()),
+            model_id,
+            *dim as i64,
+            crate::vector::EmbeddingFormat::F32.tag(),
+        ),
         Embedding::Queue(_) => (None, "", 0, ""),
     }
 }
@@ -165,7 +200,7 @@ fn finish_embedding(
     outcome: &mut ImportOutcome,
 ) -> Result<()> {
     match embedding {
-        Embedding::Blob(_) => outcome.embedded_rows += 1,
+        Embedding::Blob(_) | Embedding::Foreign { .. } => outcome.embedded_rows += 1,
         Embedding::Queue(reason) => {
             crate::store::queue::enqueue(tx, table, tx.last_insert_rowid(), agent_id, reason)?;
             outcome.queued_embeddings += 1;

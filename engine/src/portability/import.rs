@@ -226,6 +226,7 @@ fn memory_record(
     let timestamp_ms = parse_iso8601_ms(&timestamp)?;
     let created_at_ms = optional_instant(obj, "created_at")?.unwrap_or(timestamp_ms);
     Ok(Record::Memory {
+        id: None,
         msg_id,
         content,
         source: json_text(obj.get("source"), "{}"),
@@ -235,6 +236,7 @@ fn memory_record(
         created_at_ms,
         locked: flag(obj.get("locked")),
         recall_count: obj.get("recall_count").and_then(Value::as_i64).unwrap_or(0),
+        last_recalled_at_ms: None,
         embedding: imported_embedding(store, obj, target, dim_note),
         axes,
     })
@@ -265,6 +267,7 @@ fn episode_record(
         }
     };
     Ok(Record::Episode {
+        id: None,
         summary,
         keywords,
         start: instant("start_time")?,
@@ -292,6 +295,7 @@ fn profile_record(
     Ok(Record::Profile {
         agent_id,
         project_id: string(obj, "project_id"),
+        user_id: String::new(),
         content: content.text,
         updated_at_ms: optional_instant(obj, "updated_at")?.unwrap_or_else(now_ms),
     })

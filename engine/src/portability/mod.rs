@@ -8,6 +8,7 @@
 mod apply;
 mod assoc;
 mod bulk;
+pub mod cpersona;
 pub(crate) mod export;
 mod fields;
 pub(crate) mod import;

@@ -70,20 +70,32 @@ fn is_zero(n: &usize) -> bool {
 }
 
 /// Axes shared by memories and episodes.
-pub(super) struct Axes {
-    pub(super) agent_id: String,
-    pub(super) project_id: String,
-    pub(super) channel: String,
+pub(crate) struct Axes {
+    pub(crate) agent_id: String,
+    pub(crate) project_id: String,
+    pub(crate) channel: String,
 }
 
 /// A vector to store, or why the row is queued instead.
-pub(super) enum Embedding {
+pub(crate) enum Embedding {
+    /// A vector of the store's target model, in the store's format.
     Blob(Vec<u8>),
+    /// A vector of another model (a converted CPersona row whose label names no model this
+    /// store embeds with), kept with its own identity so re-embedding replaces it, never a
+    /// query compares with it.
+    Foreign {
+        blob: Vec<u8>,
+        model_id: String,
+        dim: usize,
+    },
     Queue(String),
 }
 
-pub(super) enum Record {
+pub(crate) enum Record {
     Memory {
+        /// The row's id when it keeps its source's (a CPersona conversion); `None` takes the
+        /// next one.
+        id: Option<i64>,
         axes: Axes,
         msg_id: String,
         content: String,
@@ -94,9 +106,12 @@ pub(super) enum Record {
         created_at_ms: i64,
         locked: bool,
         recall_count: i64,
+        last_recalled_at_ms: Option<i64>,
         embedding: Embedding,
     },
     Episode {
+        /// As for memories; an episode with its own id is never skipped as a duplicate.
+        id: Option<i64>,
         axes: Axes,
         summary: String,
         keywords: String,
@@ -109,6 +124,7 @@ pub(super) enum Record {
     Profile {
         agent_id: String,
         project_id: String,
+        user_id: String,
         content: String,
         updated_at_ms: i64,
     },

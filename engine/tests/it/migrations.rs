@@ -109,15 +109,42 @@ fn newer_database_is_refused() {
 #[test]
 fn foreign_database_is_refused() {
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("cpersona.db");
+    let path = dir.path().join("other.db");
     let conn = rusqlite::Connection::open(&path).unwrap();
-    conn.execute_batch("CREATE TABLE schema_version (version INTEGER PRIMARY KEY)")
+    conn.execute_batch("CREATE TABLE notes (text TEXT)")
         .unwrap();
     drop(conn);
     let err = Engine::open(EngineConfig::new(&path), TestEmbedder::new("m", 8))
         .err()
         .unwrap();
     assert!(matches!(err, Error::ForeignDatabase { .. }), "{err}");
+}
+
+/// Issue 20: a CPersona file is recognised by its `schema_version` table at any
+/// `user_version` (CPersona keeps a flag in bit 0, which read as "step 1 applied" here and
+/// would have run step 2 over its tables), and pointed at the conversion.
+#[test]
+fn r20_a_cpersona_database_is_refused_at_any_user_version() {
+    for user_version in [0, 1] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("cpersona.db");
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        conn.execute_batch(&format!(
+            "CREATE TABLE schema_version (version INTEGER PRIMARY KEY); \
+             CREATE TABLE memories (id INTEGER PRIMARY KEY, content TEXT); \
+             PRAGMA user_version = {user_version};"
+        ))
+        .unwrap();
+        drop(conn);
+        let err = Engine::open(EngineConfig::new(&path), TestEmbedder::new("m", 8))
+            .err()
+            .unwrap();
+        assert!(matches!(err, Error::CPersonaDatabase { .. }), "{err}");
+        assert!(
+            err.to_string().contains("cpersona migrate --from-cpersona"),
+            "{err}"
+        );
+    }
 }
 
 #[test]

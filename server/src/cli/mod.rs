@@ -1,10 +1,11 @@
 //! The command line: `serve` (the default), `index`, `import`, `export`, `check`, `model`,
-//! `embed-serve`, `recall`, `replay`, `token`, `proxy`. Parses flags, reads configuration
-//! once, sets up logging to stderr, and hands off; it never prints to stdout while serving
-//! stdio (nor while relaying it, `proxy`).
+//! `embed-serve`, `recall`, `replay`, `token`, `proxy`, `migrate`. Parses flags, reads
+//! configuration once, sets up logging to stderr, and hands off; it never prints to stdout
+//! while serving stdio (nor while relaying it, `proxy`).
 
 mod admin;
 mod index;
+mod migrate;
 mod model;
 mod open;
 mod proxy;
@@ -93,6 +94,20 @@ pub enum Command {
     /// --url, token CPERSONA_AUTH_TOKEN): a desktop client that launches stdio servers uses a
     /// shared one.
     Proxy(proxy::ProxyArgs),
+    /// Convert a CPersona 2.5/2.6 database (read-only) into a new cpersona-rs store: progress
+    /// on stderr, the report (what was carried, what was not and why) as JSON on stdout.
+    Migrate {
+        /// The CPersona SQLite file; never written.
+        #[arg(long, value_name = "PATH")]
+        from_cpersona: PathBuf,
+        /// The store to write (new or empty); default `<stem>.cpersona-rs.db` beside PATH, the
+        /// file `serve` uses when CPERSONA_DB_PATH names PATH.
+        #[arg(long, value_name = "OURS")]
+        to: Option<PathBuf>,
+        /// Report what would be carried; write nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
     /// Serve the configured embedder over CPersona's HTTP embedding contract.
     EmbedServe {
         /// Address to listen on, e.g. 127.0.0.1:8401.
@@ -220,6 +235,11 @@ fn run(command: Command, config: Config, env: &Env) -> Result<(), RunError> {
         Command::Model { action } => model::run(action, &config, env),
         Command::EmbedServe { http } => admin::embed_serve(&config, http),
         Command::Reembed => index::reembed(&config),
+        Command::Migrate {
+            from_cpersona,
+            to,
+            dry_run,
+        } => migrate::run(&config, &from_cpersona, to, dry_run),
         Command::Recall(args) => recall::run(&config, args),
         Command::Replay(args) => replay::run(&config, args),
         Command::Proxy(args) => proxy::run(env, &args),

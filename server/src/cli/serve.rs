@@ -58,10 +58,27 @@ pub(crate) fn run(config: Config, http_flag: Option<SocketAddr>) -> Result<(), R
         }),
         None => None,
     };
+    // A CPersona database is served through the store converted from it (`migrate.rs`).
+    let served = crate::cli::migrate::for_serve(config)?;
+    let config = served.config;
     tracing::info!(db = %config.db_path.display(), "starting");
     let (engine, embedder) = open::open(&config)?;
+    let mut unhonoured = config.unhonoured.clone();
+    if let Some(warning) = served
+        .original
+        .as_deref()
+        .and_then(|original| crate::cli::migrate::drift_warning(&engine, original))
+    {
+        eprintln!("cpersona: warning: {warning}");
+        // `check_health`'s settings finding carries it too.
+        unhonoured.push(crate::config::coverage::UnhonouredSetting {
+            name: "CPERSONA_DB_PATH".into(),
+            status: "converted_original_changed",
+            note: warning,
+        });
+    }
     let backend = EngineBackend::new(Arc::clone(&engine), embedder, config.recall.clone())
-        .with_unhonoured_settings(config.unhonoured.clone());
+        .with_unhonoured_settings(unhonoured);
     let mut server = McpServer::new(Arc::new(backend));
     if let Some(acl) = acl {
         server = server.with_acl(acl);

@@ -20,6 +20,7 @@ mod health;
 mod http;
 mod logging;
 mod mcp;
+mod migrate;
 mod model;
 mod proxy;
 mod py;

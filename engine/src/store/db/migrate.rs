@@ -42,6 +42,9 @@ pub fn migrate(conn: &Connection, path: &Path) -> Result<()> {
     if found > supported {
         return Err(Error::SchemaTooNew { found, supported });
     }
+    // CPersona keeps its own steps in `schema_version` and uses bit 0 of `user_version` as a
+    // flag, so its file may read as step 1 here: recognise it by its table, at any version.
+    refuse_cpersona(conn, path)?;
     if found == 0 {
         refuse_foreign(conn, path)?;
     }
@@ -63,6 +66,22 @@ pub fn migrate(conn: &Connection, path: &Path) -> Result<()> {
 /// The schema step recorded in the file.
 pub fn user_version(conn: &Connection) -> Result<u32> {
     Ok(conn.pragma_query_value(None, "user_version", |row| row.get(0))?)
+}
+
+/// A CPersona store (its `schema_version` table, without this store's `change_log`).
+fn refuse_cpersona(conn: &Connection, path: &Path) -> Result<()> {
+    let (cpersona, ours): (bool, bool) = conn.query_row(
+        "SELECT EXISTS(SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'), \
+                EXISTS(SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'change_log')",
+        [],
+        |row| Ok((row.get(0)?, row.get(1)?)),
+    )?;
+    if cpersona && !ours {
+        return Err(Error::CPersonaDatabase {
+            path: path.display().to_string(),
+        });
+    }
+    Ok(())
 }
 
 /// A file at version 0 must be empty: a CPersona database also has a `memories` table, and
