@@ -449,7 +449,9 @@ fn reached(tool: &str, args: &Map<String, Value>, agent: &str) -> bool {
         _ => true,
     };
     match tool {
-        "persistence_status" | "get_queue_status" | "get_operating_context" => false,
+        "persistence_status" | "get_queue_status" | "get_operating_context" | "check_update" => {
+            false
+        }
         "pause_persistence" | "resume_persistence" | "export_memories" | "import_memories" => true,
         "merge_memories" => names("source_agent_id") || names("target_agent_id"),
         "check_health"
@@ -489,7 +491,8 @@ proptest! {
             let writes = !matches!(tool.as_str(), "recall" | "reconstruct" | "traverse"
                 | "recall_with_context" | "get_contents" | "get_profile" | "get_recall_precision"
                 | "list_memories" | "list_episodes" | "check_health" | "merge_memories"
-                | "persistence_status" | "get_queue_status" | "get_operating_context");
+                | "persistence_status" | "get_queue_status" | "get_operating_context"
+                | "check_update");
             if writes {
                 for agent in AGENTS {
                     if reached(&tool, &args, agent) {
