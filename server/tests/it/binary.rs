@@ -725,3 +725,42 @@ fn store_reports_blocks_and_get_contents_serves_block_ranges() {
     assert_eq!(rebuilt[0]["table"], "blocks", "{rebuilt}");
     assert_eq!(rebuilt[0]["rows"], 3, "{rebuilt}");
 }
+
+/// The protocol revisions the server negotiates (README "Beyond tools"): each one a client
+/// asks for is answered in kind, and an unknown one with the newest revision that still
+/// has `initialize`.
+#[test]
+fn initialize_negotiates_every_revision_it_states() {
+    for (asked, answered) in [
+        ("2024-11-05", "2024-11-05"),
+        ("2025-03-26", "2025-03-26"),
+        ("2025-06-18", "2025-06-18"),
+        ("2025-11-25", "2025-11-25"),
+        ("2023-01-01", "2025-11-25"),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut child = cpersona_in(dir.path())
+            .arg("serve")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": asked, "capabilities": {},
+            "clientInfo": {"name": "versions", "version": "1"}}});
+        writeln!(stdin, "{init}").unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        drop(stdin);
+        let _ = child.wait();
+        let reply: Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(
+            reply["result"]["protocolVersion"], answered,
+            "{asked}: {reply}"
+        );
+    }
+}

@@ -133,3 +133,88 @@ fn inspector_cli_lists_and_calls_tools_through_the_proxy() {
         "{recalled}"
     );
 }
+
+/// The inspector reads a resource, lists and gets a prompt and reads structured output over
+/// the three ways a client reaches the server (issue 21): through the proxy, straight over
+/// streamable HTTP with the token, and over stdio.
+#[test]
+fn inspector_cli_reads_resources_and_prompts_over_every_transport() {
+    let served = RawHttp::spawn(bin());
+    let cpersona = bin().to_str().unwrap();
+    let url = format!("CPERSONA_REMOTE_URL={}", served.url);
+    let token = format!("CPERSONA_AUTH_TOKEN={TOKEN}");
+    let proxy = |method_args: &[&str]| {
+        let mut args = vec!["-e", url.as_str(), "-e", token.as_str(), cpersona, "proxy"];
+        args.extend_from_slice(method_args);
+        run(&args)
+    };
+    let content = "the inspector read this back as a resource";
+    let stored = proxy(&[
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "store",
+        "--tool-arg",
+        "agent_id=inspector",
+        &format!("content={content}"),
+    ]);
+    // Structured output: the body is also `structuredContent`.
+    assert_eq!(stored["structuredContent"], body(&stored), "{stored}");
+    let uri = format!(
+        "cpersona://agents/inspector/memories/{}",
+        body(&stored)["id"]
+    );
+    let read = proxy(&["--method", "resources/read", "--uri", &uri]);
+    assert_eq!(read["contents"][0]["text"], content, "{read}");
+    let prompt = proxy(&[
+        "--method",
+        "prompts/get",
+        "--prompt-name",
+        "what_do_i_know",
+        "--prompt-args",
+        "agent_id=inspector",
+        "topic=resources",
+    ]);
+    let text = prompt["messages"][0]["content"]["text"].as_str().unwrap();
+    assert!(text.contains("`recall`"), "{prompt}");
+
+    // Straight over streamable HTTP with the token.
+    let header = format!("Authorization: Bearer {TOKEN}");
+    let listed = run(&[
+        &served.url,
+        "--transport",
+        "http",
+        "--header",
+        &header,
+        "--method",
+        "resources/list",
+    ]);
+    let uris: Vec<&str> = listed["resources"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{listed}"))
+        .iter()
+        .map(|r| r["uri"].as_str().unwrap())
+        .collect();
+    assert!(uris.contains(&uri.as_str()), "{listed}");
+
+    // Over stdio, on a store of its own.
+    let dir = tempfile::tempdir().unwrap();
+    let db = format!("CPERSONA_DB_PATH={}", dir.path().join("stdio.db").display());
+    let prompts = run(&[
+        "-e",
+        &db,
+        "-e",
+        "CPERSONA_EMBEDDING_MODE=none",
+        cpersona,
+        "serve",
+        "--method",
+        "prompts/list",
+    ]);
+    let names: Vec<&str> = prompts["prompts"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{prompts}"))
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
+    assert!(names.contains(&"start_session"), "{prompts}");
+}
