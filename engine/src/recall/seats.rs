@@ -262,6 +262,7 @@ fn propagation_seat(
         fused_rank: Some(seat.fused_rank),
         cosine_rank: Some(seat.cosine_rank),
         depth: Some(deeper_depth),
+        cue_rank: None,
         entity: None,
         hops: None,
     };

@@ -142,10 +142,11 @@ fn a_cue_reorders_and_seats_but_never_hides_a_row() {
     assert!(!free_refs.contains(&day6));
     assert_eq!(block.seated, 1);
     assert_eq!(with_refs[0], day6);
-    assert_eq!(
-        with.response.messages[0].match_reason.admission,
-        Some("time_cue_seat")
-    );
+    // CPersona's shape of a cue seat: `{signal: "cue", admission: "reservation", cue_rank}`.
+    let seat = serde_json::to_value(&with.response.messages[0].match_reason).unwrap();
+    assert_eq!(seat["signal"], "cue", "{seat}");
+    assert_eq!(seat["admission"], "reservation", "{seat}");
+    assert!(seat["cue_rank"].is_u64(), "{seat}");
     // The arms and the envelope: two fetches, as the loop reports.
     let loop_report = with
         .stages

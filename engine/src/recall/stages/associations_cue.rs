@@ -123,6 +123,7 @@ pub fn reason(entity: String, hops: usize) -> MatchReason {
         fused_rank: None,
         cosine_rank: None,
         depth: None,
+        cue_rank: None,
         entity: Some(entity),
         hops: Some(hops),
     }

@@ -89,6 +89,10 @@ pub struct CueApplied {
     pub moved: usize,
     /// Rows held beyond the count, best first.
     pub seated: Vec<Ref>,
+    /// Each held row's 0-based rank on the cue arm, in `seated`'s order (the wire's
+    /// `cue_rank`; the trace keeps `seated` alone).
+    #[serde(skip)]
+    pub seat_ranks: Vec<usize>,
     /// The answer's order before the prior, best first.
     pub order_before: Vec<Ref>,
     /// Cue propagation from the answer's strong hit, when it had one.
@@ -237,8 +241,11 @@ pub fn try_run_cued<E>(
     );
     if let Some(applied) = &applied {
         for message in &mut messages {
-            if applied.seated.contains(&message.r#ref) {
-                message.match_reason.admission = Some("time_cue_seat");
+            if let Some(seat) = applied.seated.iter().position(|r| *r == message.r#ref) {
+                let reason = &mut message.match_reason;
+                reason.signal = super::shape::Signal::Cue;
+                reason.admission = Some("reservation");
+                reason.cue_rank = applied.seat_ranks.get(seat).copied();
             }
         }
     }
@@ -304,7 +311,8 @@ fn apply_cue<E>(
         .map(|d| d.r#ref)
         .collect();
     let mut seated = Vec::new();
-    for row in &plan.found {
+    let mut seat_ranks = Vec::new();
+    for (cue_rank, row) in plan.found.iter().enumerate() {
         if seated.len() >= plan.seats {
             break;
         }
@@ -314,6 +322,7 @@ fn apply_cue<E>(
         match hydrate(row.r#ref)? {
             Some(hydrated) => {
                 seated.push(row.r#ref);
+                seat_ranks.push(cue_rank);
                 kept.push(ShapeInput {
                     candidate: FusedCandidate {
                         r#ref: row.r#ref,
@@ -338,6 +347,7 @@ fn apply_cue<E>(
     Ok(CueApplied {
         moved,
         seated,
+        seat_ranks,
         order_before,
         propagated,
     })

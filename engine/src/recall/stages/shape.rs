@@ -49,6 +49,9 @@ pub enum Signal {
     Association,
     /// The held place of the propagation seat (`propagation`).
     Propagation,
+    /// A held place of the time cue: one of the cue arm's best rows in the period that the
+    /// answer did not hold (CPersona's `{signal: "cue", admission: "reservation", cue_rank}`).
+    Cue,
 }
 
 /// One arm's rank of a row, for `match_reason.arms`.
@@ -91,6 +94,9 @@ pub struct MatchReason {
     /// Propagation seat: the Recall Depth (per arm) the deeper ranking ran at.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub depth: Option<usize>,
+    /// Time-cue seat: the row's 0-based rank on the cue arm.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cue_rank: Option<usize>,
     /// Association seat: the declared entity the row mentions.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub entity: Option<String>,
@@ -243,6 +249,7 @@ pub fn match_reason(
             .then_some("gate_fallback"),
         fused_rank: None,
         cosine_rank: None,
+        cue_rank: None,
         depth: None,
         entity: None,
         hops: None,

@@ -165,7 +165,7 @@ fn rows_a_time_cue_seats_become_held_items_after_the_window() {
         .response
         .messages
         .iter()
-        .filter(|m| m.match_reason.admission == Some("time_cue_seat"))
+        .filter(|m| m.match_reason.cue_rank.is_some())
         .map(|m| m.r#ref)
         .collect();
     assert!(!seated.is_empty(), "the cue seats a row past the top 3");
