@@ -178,13 +178,39 @@ impl Period {
     }
 }
 
-/// A period as text, `[start, end)`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// A period as text, `[start, end)`: on the wire `[start, end]`, CPersona's shape; read back
+/// from that or from the `{start, end}` object traces of earlier builds hold.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[serde(from = "PeriodWire")]
 pub struct PeriodText {
     /// Start (inclusive), RFC 3339.
     pub start: String,
     /// End (exclusive), RFC 3339.
     pub end: String,
+}
+
+impl Serialize for PeriodText {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        [&self.start, &self.end].serialize(serializer)
+    }
+}
+
+/// The two shapes a period is read from.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum PeriodWire {
+    Pair([String; 2]),
+    Object { start: String, end: String },
+}
+
+impl From<PeriodWire> for PeriodText {
+    fn from(wire: PeriodWire) -> PeriodText {
+        match wire {
+            PeriodWire::Pair([start, end]) | PeriodWire::Object { start, end } => {
+                PeriodText { start, end }
+            }
+        }
+    }
 }
 
 /// What resolving a cue gave.

@@ -206,3 +206,30 @@ fn r18_an_ago_past_a_thousand_years_is_refused_by_name() {
         assert!(wide.start_ms >= crate::recall::stages::cue::MIN_MS);
     }
 }
+
+/// A period goes on the wire as CPersona's `[start, end]` and is read back from that or from
+/// the `{start, end}` object of traces saved by earlier builds.
+#[test]
+fn a_period_is_an_iso_pair_on_the_wire_and_reads_both_shapes() {
+    let period = crate::recall::stages::cue::PeriodText {
+        start: "2026-01-01T00:00:00.000Z".into(),
+        end: "2026-02-01T00:00:00.000Z".into(),
+    };
+    let wire = serde_json::to_value(&period).unwrap();
+    assert_eq!(
+        wire,
+        serde_json::json!(["2026-01-01T00:00:00.000Z", "2026-02-01T00:00:00.000Z"])
+    );
+    let from_pair: crate::recall::stages::cue::PeriodText = serde_json::from_value(wire).unwrap();
+    let from_object: crate::recall::stages::cue::PeriodText =
+        serde_json::from_value(serde_json::json!({"start": period.start, "end": period.end}))
+            .unwrap();
+    assert_eq!(from_pair, period);
+    assert_eq!(from_object, period);
+    assert!(
+        serde_json::from_value::<crate::recall::stages::cue::PeriodText>(serde_json::json!([
+            "only one"
+        ]))
+        .is_err()
+    );
+}
