@@ -18,6 +18,14 @@ pub enum ToolError {
 }
 
 impl ToolError {
+    /// The JSON-RPC error a non-tool method (resources, completion) answers with.
+    pub(crate) fn into_error_data(self) -> rmcp::ErrorData {
+        match self {
+            ToolError::User { message } => rmcp::ErrorData::invalid_params(message, None),
+            ToolError::Internal { message } => rmcp::ErrorData::internal_error(message, None),
+        }
+    }
+
     /// A failure the caller can fix.
     pub fn user(message: impl Into<String>) -> ToolError {
         ToolError::User {

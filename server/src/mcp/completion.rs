@@ -8,6 +8,9 @@ use rmcp::model::{CompleteRequestParams, CompleteResult, CompletionInfo};
 
 use crate::mcp::backend::{ToolBackend, ToolError};
 
+/// The most values one completion carries (MCP's limit; the backend asks for no more).
+const MAX_VALUES: usize = 100;
+
 /// The completion of `request`: names for `agent_id` and `project_id`, nothing for any other
 /// argument.
 pub(crate) fn complete(
@@ -28,18 +31,15 @@ pub(crate) fn complete(
         "project_id" => backend.names(true, chosen_agent, prefix),
         _ => Ok(Vec::new()),
     }
-    .map_err(|err| match err {
-        ToolError::User { message } => ErrorData::invalid_params(message, None),
-        ToolError::Internal { message } => ErrorData::internal_error(message, None),
-    })?;
+    .map_err(ToolError::into_error_data)?;
+    // The backend answers at most MCP's 100; a full answer may have left names out.
+    let more = names.len() >= MAX_VALUES;
     let mut values: Vec<String> = names
         .into_iter()
         .filter(|(agent, _)| may_read(agent))
         .map(|(_, name)| name)
         .collect();
     values.dedup();
-    let more = values.len() > 100;
-    values.truncate(100);
     let info = CompletionInfo::with_pagination(values, None, more)
         .map_err(|message| ErrorData::internal_error(message, None))?;
     Ok(CompleteResult::new(info))

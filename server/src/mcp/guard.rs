@@ -93,5 +93,8 @@ pub(crate) fn with_resolved_agent(mut result: CallToolResult, agent: &str) -> Ca
             text.text = Value::Object(body).to_string();
         }
     }
+    if let Some(Value::Object(body)) = &mut result.structured_content {
+        body.insert("resolved_agent_id".to_owned(), Value::from(agent));
+    }
     result
 }

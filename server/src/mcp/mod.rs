@@ -163,10 +163,19 @@ impl McpServer {
         match tokio::task::spawn_blocking(move || op(backend.as_ref(), decoded)).await {
             // A body that says `ok: false` (set_recall_precision kept the old precision) is a
             // refusal whatever its other fields: `isError` agrees with it.
-            Ok(Ok(body)) if body["ok"] == false => {
-                CallToolResult::error(vec![ContentBlock::text(body.to_string())])
+            Ok(Ok(body)) => {
+                let content = vec![ContentBlock::text(body.to_string())];
+                let mut result = if body["ok"] == false {
+                    CallToolResult::error(content)
+                } else {
+                    CallToolResult::success(content)
+                };
+                // The body as it is, so `call_tool` need not parse the text back.
+                if body.is_object() {
+                    result.structured_content = Some(body);
+                }
+                result
             }
-            Ok(Ok(body)) => CallToolResult::success(vec![ContentBlock::text(body.to_string())]),
             Ok(Err(ToolError::User { message })) => refusal(tool, &message),
             Ok(Err(ToolError::Internal { message })) => {
                 tracing::error!(tool, %message, "tool failed");
@@ -209,7 +218,8 @@ fn refusal(tool: &str, message: &str) -> CallToolResult {
 }
 
 /// `result` with its JSON body also as `structuredContent`, for clients that read structured
-/// output; the text content stays byte for byte what clients that read text parse.
+/// output; the text content stays byte for byte what clients that read text parse. A tool's
+/// own answer has it already (`call`); refusals and denials get it here from their text.
 fn with_structured_content(mut result: CallToolResult) -> CallToolResult {
     if result.structured_content.is_none()
         && let [ContentBlock::Text(text)] = result.content.as_slice()

@@ -115,13 +115,6 @@ fn cursor_of(cursor: Option<&str>) -> Result<(ResourceKind, usize), ErrorData> {
     Ok((kind, offset.parse().map_err(|_| invalid())?))
 }
 
-fn tool_error(err: ToolError) -> ErrorData {
-    match err {
-        ToolError::User { message } => ErrorData::invalid_params(message, None),
-        ToolError::Internal { message } => ErrorData::internal_error(message, None),
-    }
-}
-
 /// One `resources/list` page of the rows `may_read` admits (by agent).
 pub(crate) fn list(
     backend: &dyn ToolBackend,
@@ -131,7 +124,7 @@ pub(crate) fn list(
     let (kind, offset) = cursor_of(cursor)?;
     let rows = backend
         .resource_page(kind, offset, PAGE_ROWS)
-        .map_err(tool_error)?;
+        .map_err(ToolError::into_error_data)?;
     let full = rows.len() == PAGE_ROWS;
     let resources: Vec<Resource> = rows
         .into_iter()
@@ -173,7 +166,7 @@ pub(crate) fn read(
     }
     let body = backend
         .read_resource(&agent, kind, id)
-        .map_err(tool_error)?
+        .map_err(ToolError::into_error_data)?
         .ok_or_else(not_found)?;
     let meta = match body.meta {
         serde_json::Value::Object(map) => Some(MetaObject(map)),
