@@ -132,6 +132,27 @@ impl StdioSession {
         std::mem::take(&mut self.notifications)
     }
 
+    /// Writes one raw line (a message no helper builds, e.g. a malformed one).
+    pub(crate) fn send_line(&mut self, line: &str) {
+        writeln!(self.stdin, "{line}").unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    /// The `method` notifications the server sent within `wait` from now: after it, a ping's
+    /// answer is the barrier that brings in what came before it.
+    pub(crate) fn notifications_within(
+        &mut self,
+        wait: std::time::Duration,
+        method: &str,
+    ) -> Vec<Value> {
+        std::thread::sleep(wait);
+        self.request("ping", json!({}));
+        self.take_notifications()
+            .into_iter()
+            .filter(|n| n["method"] == method)
+            .collect()
+    }
+
     /// Calls one tool and returns its `isError` flag and JSON body.
     pub(crate) fn call(&mut self, name: &str, args: &Value) -> (bool, Value) {
         let reply = self.request("tools/call", json!({"name": name, "arguments": args}));

@@ -8,16 +8,12 @@ use serde_json::{Value, json};
 
 use crate::binary::{StdioSession, cpersona_in};
 
-/// Long enough for the watcher (every 500 ms) to have read the rows again; the ping after it
-/// is the barrier that brings in what it sent.
+/// Long enough for the watcher (every 500 ms) to have read the rows again.
 fn settle(session: &mut StdioSession) -> Vec<Value> {
-    std::thread::sleep(Duration::from_millis(1_500));
-    session.request("ping", json!({}));
-    session
-        .take_notifications()
-        .into_iter()
-        .filter(|n| n["method"] == "notifications/resources/updated")
-        .collect()
+    session.notifications_within(
+        Duration::from_millis(1_500),
+        "notifications/resources/updated",
+    )
 }
 
 #[test]
