@@ -11,7 +11,7 @@ use crate::store::pauses::NoPersist;
 use crate::text::check_agent;
 
 /// `delete_agent_data`'s response.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct DeleteAgentDataOutcome {
     /// True.
     pub ok: bool,

@@ -43,7 +43,7 @@ pub struct ArchiveEpisodeRequest {
 }
 
 /// `archive_episode`'s response.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct ArchiveEpisodeOutcome {
     /// True.
     pub ok: bool,
@@ -72,7 +72,7 @@ pub struct DeleteEpisodeRequest {
 }
 
 /// `delete_episode`'s response.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct DeleteEpisodeOutcome {
     /// True.
     pub ok: bool,
@@ -108,7 +108,7 @@ impl Default for ListEpisodesRequest {
 }
 
 /// One listed episode.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct EpisodeItem {
     /// Row id.
     pub id: i64,
@@ -148,7 +148,7 @@ pub struct EpisodeItem {
 }
 
 /// `list_episodes`' response.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct ListEpisodesOutcome {
     /// Newest first.
     pub episodes: Vec<EpisodeItem>,

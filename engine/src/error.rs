@@ -104,6 +104,10 @@ pub enum Error {
         cap: usize,
         minimum: usize,
     },
+    /// The caller cancelled a long operation at a point where nothing was yet written (or
+    /// its one transaction was rolled back).
+    #[error("cancelled by the caller during {during}; nothing was written")]
+    Cancelled { during: &'static str },
     /// The engine configuration is invalid.
     #[error("invalid config {field}: {reason}")]
     InvalidConfig { field: &'static str, reason: String },
@@ -124,6 +128,7 @@ impl Error {
             | Error::ImportMalformed { .. }
             | Error::InvalidConfig { .. }
             | Error::CapBelowMinimum { .. }
+            | Error::Cancelled { .. }
             | Error::Recall(_) => true,
             Error::Calibration(_) => false,
             Error::Embed(_)

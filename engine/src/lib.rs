@@ -22,7 +22,8 @@ use std::sync::Arc;
 use cpersona_index::Kernels;
 
 use crate::embed::Embedder;
-use crate::recall::stages::contents::ContentsResponse;
+use crate::progress::Progress;
+pub use crate::recall::stages::contents::ContentsResponse;
 use crate::recall::{ArmList, Period};
 use crate::refs::Ref;
 use crate::store::Store;
@@ -32,6 +33,7 @@ use crate::trace::taxonomy::{EnvelopeFetch, RowFacts};
 pub mod config;
 pub mod embed;
 pub mod error;
+pub mod progress;
 pub mod refs;
 pub mod scope;
 pub mod source;
@@ -97,8 +99,9 @@ pub use recall::arms::vector::VectorTableReport;
 pub use recall::calibration::{
     CalibrateRequest, MAX_SAMPLE_SIZE, PRESETS, PrecisionOutcome, precision_label,
 };
-pub use recall::stages::calibrate::ThresholdMethod;
+pub use recall::stages::calibrate::{Calibration, ThresholdMethod};
 pub use recall::stages::cue::{CueConfidence, TimeCue};
+pub use recall::stages::pipeline::RecallResponse;
 pub use recall::{
     CALIBRATION_SAMPLE_ROWS, CalibrationOutcome, MAX_MEMORIES, POOL_COUNT_CAP, PREFILTER_MIN_ROWS,
     RecallQuery, RecallResult, RecallTimings, SCORING_VERSION, VectorReport,
@@ -106,7 +109,7 @@ pub use recall::{
 pub use reconstruct::mode::{ModeReport, ReconstructMode, TokenCapCut};
 pub use reconstruct::read::GRAPH_ROW_CAP;
 pub use reconstruct::stages::places::{Places, ProPlaces};
-pub use reconstruct::{ReconstructRequest, ReconstructResult};
+pub use reconstruct::{ReconstructBody, ReconstructRequest, ReconstructResult};
 pub use reembed::ReembedStep;
 pub use scope::Scope;
 pub use store::generations::blocks::{block_row_id, split_block_row_id};
@@ -365,17 +368,44 @@ impl Engine {
     // Export, import, merge.
     /// `export_memories`.
     pub fn export_memories(&self, req: &ExportRequest) -> Result<ExportOutcome> {
-        portability::export::export_memories(&self.store, &self.config, req)
+        self.export_memories_with(req, &Progress::none())
+    }
+
+    /// `export_memories`, reporting to and cancellable through `progress`.
+    pub fn export_memories_with(
+        &self,
+        req: &ExportRequest,
+        progress: &Progress<'_>,
+    ) -> Result<ExportOutcome> {
+        portability::export::export_memories(&self.store, &self.config, req, progress)
     }
 
     /// `import_memories`.
     pub fn import_memories(&self, req: &ImportRequest) -> Result<ImportOutcome> {
-        portability::import::import_memories(&self.store, &self.config, req)
+        self.import_memories_with(req, &Progress::none())
+    }
+
+    /// `import_memories`, reporting to and cancellable through `progress`.
+    pub fn import_memories_with(
+        &self,
+        req: &ImportRequest,
+        progress: &Progress<'_>,
+    ) -> Result<ImportOutcome> {
+        portability::import::import_memories(&self.store, &self.config, req, progress)
     }
 
     /// `merge_memories`.
     pub fn merge_memories(&self, req: &MergeRequest) -> Result<MergeOutcome> {
-        portability::merge::merge_memories(&self.store, req)
+        self.merge_memories_with(req, &Progress::none())
+    }
+
+    /// `merge_memories`, reporting to and cancellable through `progress`.
+    pub fn merge_memories_with(
+        &self,
+        req: &MergeRequest,
+        progress: &Progress<'_>,
+    ) -> Result<MergeOutcome> {
+        portability::merge::merge_memories(&self.store, req, progress)
     }
 
     // Derived rows, the embedding queue, the index generations, the store.
@@ -424,7 +454,16 @@ impl Engine {
     /// `check_health`: the vector arm, index freshness and CPersona's applicable checks,
     /// repaired first when `req.fix` asks.
     pub fn check_health(&self, req: &HealthRequest) -> Result<HealthReport> {
-        health::check_health(&self.store, &self.config, req)
+        self.check_health_with(req, &Progress::none())
+    }
+
+    /// `check_health`, reporting to and cancellable through `progress`.
+    pub fn check_health_with(
+        &self,
+        req: &HealthRequest,
+        progress: &Progress<'_>,
+    ) -> Result<HealthReport> {
+        health::check_health(&self.store, &self.config, req, progress)
     }
 
     /// Schema version, integrity, row counts (of one agent, `""` = all) and file size.

@@ -12,7 +12,7 @@ use crate::text::{Refusal, check_agent, sanitise_cut};
 use crate::time::now_ms;
 
 /// `get_profile`'s response.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct GetProfileOutcome {
     /// The profile text (`""` when none).
     pub profile: String,
@@ -30,7 +30,7 @@ pub struct UpdateProfileRequest {
 }
 
 /// `update_profile`'s response.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct UpdateProfileOutcome {
     /// True.
     pub ok: bool,

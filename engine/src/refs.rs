@@ -9,7 +9,9 @@ use serde::{Serialize, Serializer};
 
 /// Which table a reference points into. `memories` and `episodes` have independent id
 /// spaces, so an id is meaningless without its kind.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum RefKind {
     /// A row of `memories` (`mem:<id>`). Orders before episodes, as CPersona's vector
@@ -68,6 +70,21 @@ impl fmt::Display for Ref {
 impl Serialize for Ref {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         serializer.collect_str(self)
+    }
+}
+
+/// On the wire a ref is its text, `mem:<id>` or `ep:<id>`.
+impl schemars::JsonSchema for Ref {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Ref".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "string",
+            "pattern": "^(mem|ep):[1-9][0-9]*$",
+            "description": "A row reference: mem:<id> or ep:<id>"
+        })
     }
 }
 

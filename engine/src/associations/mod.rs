@@ -94,7 +94,7 @@ pub struct DeclareRequest {
 }
 
 /// One declared (or found) entity.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct DeclaredEntity {
     /// Its id.
     pub id: i64,
@@ -105,7 +105,7 @@ pub struct DeclaredEntity {
 }
 
 /// An item the call did not apply, and why.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Dropped {
     /// The item as given (an entity name, alias or `subject predicate object`).
     pub item: String,
@@ -114,7 +114,7 @@ pub struct Dropped {
 }
 
 /// What a retraction removed.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Retracted {
     /// Relations removed.
     pub relations: usize,
@@ -123,7 +123,7 @@ pub struct Retracted {
 }
 
 /// `declare_associations`' response.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct DeclareOutcome {
     /// True.
     pub ok: bool,

@@ -47,7 +47,7 @@ pub struct TraverseRequest {
 }
 
 /// One entity reached.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct TraverseEntity {
     /// Its id.
     pub id: i64,
@@ -67,7 +67,7 @@ pub struct TraverseEntity {
 }
 
 /// One relation between listed entities (or a listed entity and a record).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct TraverseRelation {
     /// Its id (what `retract.relations` takes).
     pub id: i64,
@@ -87,14 +87,14 @@ pub struct TraverseRelation {
 }
 
 /// Which bounds cut the walk.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct TraverseBounds {
     /// `max_hops`, `limit`, `max_expanded`.
     pub omitted: Vec<&'static str>,
 }
 
 /// `traverse`'s response.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct TraverseOutcome {
     /// The entity as asked.
     pub entity: String,

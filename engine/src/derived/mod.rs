@@ -31,7 +31,7 @@ use crate::vector::decode;
 
 /// What a write did to the record's derived sets (flattened into store and update
 /// responses; every field is absent when there is nothing to say).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct DerivedReport {
     /// Overflow nodes the text was split into (absent: it fits the window).
     #[serde(skip_serializing_if = "is_zero")]

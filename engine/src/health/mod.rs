@@ -23,24 +23,34 @@ use crate::health::stages::facts::TableVectors;
 use crate::health::stages::{
     CHECKS, Finding, Repair, Severity, canonical, rows, store as judge, vectors,
 };
+use crate::progress::Progress;
 use crate::store::Store;
 use crate::time::now_ms;
 
 /// Runs the checks of `req`, repairing first when it asks and the store is not paused.
+/// With `fix`, `progress` hears of the three phases (checks, repairs, checks again); a cancel
+/// is honoured up to the first repair, so a cancelled `fix` wrote nothing.
 pub(crate) fn check_health(
     store: &Store,
     config: &EngineConfig,
     req: &HealthRequest,
+    progress: &Progress<'_>,
 ) -> Result<HealthReport> {
     let selected = select(&req.checks)?;
     let paused = req.fix && store.pause_expiry("").is_some();
     let mut repairs: HashMap<&'static str, Repair> = HashMap::new();
     let mut fixed = 0u64;
+    let phases = if req.fix && !paused { 3 } else { 1 };
     if req.fix && !paused {
+        progress.report(0, Some(phases), "checking before repairs");
         let before = run(store, config, req, &selected)?;
+        progress.check("check_health before its repairs")?;
+        progress.report(1, Some(phases), "repairing");
         fixed = repair_all(store, req, &before, &mut repairs)?;
+        progress.report(2, Some(phases), "checking after repairs");
     }
     let mut report = run(store, config, req, &selected)?.report;
+    progress.report(phases, Some(phases), "done");
     if req.fix && !paused {
         for finding in &mut report.findings {
             finding.fixed = match repairs.remove(finding.check) {

@@ -4,10 +4,10 @@
 //! its reason when a pause stopped `fix`; plus ours: `checks` (every finding, `ok` ones
 //! included, with reason and remedy), `index` and `embedder`.
 
-use serde::ser::{Serialize, SerializeMap, Serializer};
+use serde::ser::{Serialize, Serializer};
 
 use crate::health::stages::facts::UnusedSetting;
-use crate::health::stages::{Finding, Severity, status, summary};
+use crate::health::stages::{Finding, Severity, SeveritySummary, status, summary};
 use crate::store::generations::IndexStatus;
 use crate::store::stats::StoreStats;
 
@@ -45,7 +45,7 @@ impl Default for HealthRequest {
 }
 
 /// The configured embedder, as `check_health` reports it.
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, schemars::JsonSchema)]
 pub struct EmbedderSummary {
     /// Its model id.
     pub model_id: String,
@@ -92,30 +92,66 @@ impl HealthReport {
     }
 }
 
+/// The body `HealthReport` serialises to, one derived type so that its JSON Schema (the
+/// `check_health` tool's output schema) and its bytes cannot drift apart.
+#[derive(serde::Serialize, schemars::JsonSchema)]
+struct HealthBody<'a> {
+    ok: bool,
+    total_memories: i64,
+    /// The findings that are not `ok`, in CPersona's issue shape.
+    issues: Vec<serde_json::Value>,
+    severity_summary: SeveritySummary,
+    /// `healthy`, `degraded` or `unhealthy`.
+    status: &'static str,
+    fixed: u64,
+    checks_run: &'a [&'static str],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    repairs_skipped: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    repairs_skip_reason: Option<&'a str>,
+    checks: &'a [Finding],
+    stats: &'a StoreStats,
+    index: &'a IndexStatus,
+    embedder: &'a EmbedderSummary,
+}
+
+impl HealthReport {
+    fn body(&self) -> HealthBody<'_> {
+        HealthBody {
+            ok: true,
+            total_memories: self.total_memories,
+            issues: self
+                .findings
+                .iter()
+                .filter(|f| f.severity != Severity::Ok)
+                .map(Finding::issue)
+                .collect(),
+            severity_summary: summary(&self.findings),
+            status: self.status(),
+            fixed: self.fixed,
+            checks_run: &self.checks_run,
+            repairs_skipped: self.repairs_skipped.as_ref().map(|_| true),
+            repairs_skip_reason: self.repairs_skipped.as_deref(),
+            checks: &self.findings,
+            stats: &self.stats,
+            index: &self.index,
+            embedder: &self.embedder,
+        }
+    }
+}
+
 impl Serialize for HealthReport {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let issues: Vec<serde_json::Value> = self
-            .findings
-            .iter()
-            .filter(|f| f.severity != Severity::Ok)
-            .map(Finding::issue)
-            .collect();
-        let mut map = serializer.serialize_map(None)?;
-        map.serialize_entry("ok", &true)?;
-        map.serialize_entry("total_memories", &self.total_memories)?;
-        map.serialize_entry("issues", &issues)?;
-        map.serialize_entry("severity_summary", &summary(&self.findings))?;
-        map.serialize_entry("status", self.status())?;
-        map.serialize_entry("fixed", &self.fixed)?;
-        map.serialize_entry("checks_run", &self.checks_run)?;
-        if let Some(reason) = &self.repairs_skipped {
-            map.serialize_entry("repairs_skipped", &true)?;
-            map.serialize_entry("repairs_skip_reason", reason)?;
-        }
-        map.serialize_entry("checks", &self.findings)?;
-        map.serialize_entry("stats", &self.stats)?;
-        map.serialize_entry("index", &self.index)?;
-        map.serialize_entry("embedder", &self.embedder)?;
-        map.end()
+        self.body().serialize(serializer)
+    }
+}
+
+impl schemars::JsonSchema for HealthReport {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "HealthReport".into()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        HealthBody::json_schema(generator)
     }
 }

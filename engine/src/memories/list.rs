@@ -40,7 +40,7 @@ impl Default for ListMemoriesRequest {
 }
 
 /// One listed memory.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct MemoryItem {
     /// Row id.
     pub id: i64,
@@ -72,7 +72,7 @@ pub struct MemoryItem {
 }
 
 /// `list_memories`' response.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct ListMemoriesOutcome {
     /// Newest first (`created_at DESC, id DESC`).
     pub memories: Vec<MemoryItem>,

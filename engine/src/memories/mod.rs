@@ -51,7 +51,7 @@ pub struct StoreRequest {
 }
 
 /// `store`'s result word.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum StoreResult {
     /// A new row landed.
@@ -63,7 +63,7 @@ pub enum StoreResult {
 }
 
 /// A row id, or CPersona's `"no-persist"` marker while paused.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(untagged)]
 pub enum StoreId {
     /// The row id.
@@ -73,7 +73,7 @@ pub enum StoreId {
 }
 
 /// A timestamp ahead of the clock (2.6 `timestamp_ahead_of_clock`).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct TimestampAhead {
     /// The caller's text.
     pub timestamp: String,
@@ -84,7 +84,7 @@ pub struct TimestampAhead {
 }
 
 /// `store`'s response.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct StoreOutcome {
     /// False only for `rejected`.
     pub ok: bool,
@@ -130,7 +130,7 @@ pub struct UpdateMemoryRequest {
 }
 
 /// `update_memory`'s response.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct UpdateMemoryOutcome {
     /// True.
     pub ok: bool,
@@ -158,7 +158,7 @@ pub struct MemoryIdRequest {
 }
 
 /// `delete_memory`'s response.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct DeleteMemoryOutcome {
     /// True.
     pub ok: bool,
@@ -170,7 +170,7 @@ pub struct DeleteMemoryOutcome {
 }
 
 /// `lock_memory`'s response.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct LockMemoryOutcome {
     /// True.
     pub ok: bool,
@@ -182,7 +182,7 @@ pub struct LockMemoryOutcome {
 }
 
 /// `unlock_memory`'s response.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct UnlockMemoryOutcome {
     /// True.
     pub ok: bool,

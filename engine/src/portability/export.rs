@@ -9,11 +9,15 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::config::EngineConfig;
-use crate::error::Result;
+use crate::error::{Error, Result};
+use crate::progress::Progress;
 use crate::scope::Scope;
 use crate::store::Store;
 use crate::time::{format_ms, now_ms};
 use crate::vector::{base64_encode, decode, encode, format_from_tag};
+
+/// Lines between two progress reports (and cancellation checks).
+const PROGRESS_EVERY: usize = 1_000;
 
 /// `export_memories`' arguments.
 #[derive(Clone, Debug, Default)]
@@ -30,7 +34,7 @@ pub struct ExportRequest {
 }
 
 /// `export_memories`' response.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct ExportOutcome {
     /// True.
     pub ok: bool,
@@ -55,10 +59,13 @@ fn is_zero(n: &usize) -> bool {
 }
 
 /// `export_memories`.
+/// A cancel seen by `progress` stops the export before its file is put in place: the
+/// temporary file is removed and the target name never appears.
 pub(crate) fn export_memories(
     store: &Store,
     config: &EngineConfig,
     req: &ExportRequest,
+    progress: &Progress<'_>,
 ) -> Result<ExportOutcome> {
     let target = super::paths::export_target(
         &config.export_dir,
@@ -96,13 +103,30 @@ pub(crate) fn export_memories(
         map.insert("entity_count".into(), json!(entities));
         map.insert("relation_count".into(), json!(relations));
     }
-    target.write(&config.db_path, |out| {
+    progress.check("export_memories, while reading the store")?;
+    let total = body.len() as u64;
+    let mut cancelled = false;
+    let written = target.write(&config.db_path, |out| {
         writeln!(out, "{header}")?;
-        for line in &body {
+        for (done, line) in body.iter().enumerate() {
+            if done % PROGRESS_EVERY == 0 {
+                progress.report(done as u64, Some(total), "writing the file");
+                if progress.check("export_memories").is_err() {
+                    cancelled = true;
+                    return Err(std::io::Error::other("cancelled by the caller"));
+                }
+            }
             writeln!(out, "{line}")?;
         }
         Ok(())
-    })?;
+    });
+    if cancelled {
+        return Err(Error::Cancelled {
+            during: "export_memories, while writing the file",
+        });
+    }
+    written?;
+    progress.report(total, Some(total), "written");
     Ok(ExportOutcome {
         ok: true,
         path: target.path.display().to_string(),

@@ -10,16 +10,22 @@ use super::fields::{axes, flag, json_text, note, optional_instant, string};
 use super::record::{Embedding, ImportOutcome, ImportRequest, Record};
 use crate::config::EngineConfig;
 use crate::error::{Error, Result};
+use crate::progress::Progress;
 use crate::store::{Store, VectorTarget};
 use crate::text::{Refusal, check_key, sanitise, sanitise_cut};
 use crate::time::{now_ms, parse_iso8601_ms};
 use crate::vector::{base64_decode, decode, encode};
 
 /// `import_memories`.
+/// A cancel seen by `progress` is honoured while the file is read and validated and until
+/// the first batch commits: a cancelled import wrote nothing. Once a batch has landed the
+/// import runs to its end (the file is already validated whole), so the store never holds
+/// part of a file that was not asked to finish.
 pub(crate) fn import_memories(
     store: &Store,
     config: &EngineConfig,
     req: &ImportRequest,
+    progress: &Progress<'_>,
 ) -> Result<ImportOutcome> {
     if let Some(no_persist) = store.no_persist("import_memories", &req.session_key) {
         return Ok(ImportOutcome {
@@ -53,17 +59,33 @@ pub(crate) fn import_memories(
         &mut pending,
     )?;
     let target = (store.vector_target(), store.settings.embedding_format);
+    progress.check("import_memories, while validating the file")?;
+    let total = records.len() as u64;
+    progress.report(0, Some(total), "file validated; writing");
     if req.dry_run {
         store.write_dry(|tx| {
             super::apply::apply(tx, &records, &target, &mut outcome)?;
             assoc::apply(tx, &pending, &records, &mut outcome)
         })?;
     } else {
+        let mut written = 0u64;
         for batch in records.chunks(config.import_batch_rows) {
             let bulk_min = config.import_bulk_min_rows;
             store.write(|tx| {
-                super::apply::apply_batch(tx, batch, &target, bulk_min, &mut outcome)
+                super::apply::apply_batch(tx, batch, &target, bulk_min, &mut outcome)?;
+                // Inside the first batch's transaction: a cancel now rolls it back.
+                if written == 0 {
+                    progress.check("import_memories, before its first commit")?;
+                }
+                Ok(())
             })?;
+            written += batch.len() as u64;
+            let message = if written < total {
+                "writing (past the first commit a cancel no longer stops the import)"
+            } else {
+                "written"
+            };
+            progress.report(written, Some(total), message);
         }
         if !pending.is_empty() {
             store.write(|tx| assoc::apply(tx, &pending, &records, &mut outcome))?;

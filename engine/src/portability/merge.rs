@@ -12,6 +12,7 @@ use rusqlite::{OptionalExtension, Transaction, params};
 use serde::Serialize;
 
 use crate::error::{Error, Result};
+use crate::progress::Progress;
 use crate::scope::Scope;
 use crate::store::Store;
 use crate::store::pauses::NoPersist;
@@ -19,8 +20,11 @@ use crate::text::check_agent;
 
 mod carry;
 
+/// Rows between two progress reports (and cancellation checks).
+const PROGRESS_EVERY: usize = 500;
+
 /// Copy or move.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum MergeMode {
     /// Leave the source rows in place.
@@ -48,7 +52,7 @@ pub struct MergeRequest {
 }
 
 /// `merge_memories`' response.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Default)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Default, schemars::JsonSchema)]
 pub struct MergeOutcome {
     /// True.
     pub ok: bool,
@@ -110,7 +114,12 @@ const EPISODE_COLUMNS: &str = "project_id, channel, summary, keywords, start_tim
     embedding_format";
 
 /// `merge_memories`.
-pub(crate) fn merge_memories(store: &Store, req: &MergeRequest) -> Result<MergeOutcome> {
+/// The merge runs in one transaction: a cancel seen by `progress` rolls it back whole.
+pub(crate) fn merge_memories(
+    store: &Store,
+    req: &MergeRequest,
+    progress: &Progress<'_>,
+) -> Result<MergeOutcome> {
     let mut outcome = MergeOutcome {
         ok: true,
         source_agent_id: req.source_agent_id.clone(),
@@ -140,7 +149,11 @@ pub(crate) fn merge_memories(store: &Store, req: &MergeRequest) -> Result<MergeO
     }
     // The merge copies recall counters: the credit still waiting in memory goes in first.
     store.flush_credits()?;
-    let run = |tx: &Transaction<'_>| merge(tx, req, &mut outcome);
+    // The last check runs inside the transaction, before its commit.
+    let run = |tx: &Transaction<'_>| {
+        merge(tx, req, &mut outcome, progress)?;
+        progress.check("merge_memories")
+    };
     if req.dry_run {
         store.write_dry(run)?
     } else {
@@ -149,7 +162,12 @@ pub(crate) fn merge_memories(store: &Store, req: &MergeRequest) -> Result<MergeO
     Ok(outcome)
 }
 
-fn merge(tx: &Transaction<'_>, req: &MergeRequest, outcome: &mut MergeOutcome) -> Result<()> {
+fn merge(
+    tx: &Transaction<'_>,
+    req: &MergeRequest,
+    outcome: &mut MergeOutcome,
+    progress: &Progress<'_>,
+) -> Result<()> {
     let (source, target) = (req.source_agent_id.as_str(), req.target_agent_id.as_str());
     let moving = req.mode == MergeMode::Move;
     let (pred, values) = Scope::read(Some(source), None, None).predicate("");
@@ -166,7 +184,12 @@ fn merge(tx: &Transaction<'_>, req: &MergeRequest, outcome: &mut MergeOutcome) -
         })?;
         rows.collect::<rusqlite::Result<_>>()?
     };
-    for (id, locked) in memories {
+    let total = memories.len() as u64;
+    for (done, (id, locked)) in memories.into_iter().enumerate() {
+        if done % PROGRESS_EVERY == 0 {
+            progress.check("merge_memories")?;
+            progress.report(done as u64, Some(total), "copying memories");
+        }
         let n = tx
             .prepare_cached(&format!(
                 "INSERT OR IGNORE INTO memories(agent_id, {MEMORY_COLUMNS}) \

@@ -24,7 +24,7 @@ pub struct ImportRequest {
 }
 
 /// `import_memories`' response.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Default)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Default, schemars::JsonSchema)]
 pub struct ImportOutcome {
     /// True.
     pub ok: bool,

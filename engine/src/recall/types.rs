@@ -62,7 +62,7 @@ pub struct RecallQuery {
 }
 
 /// Milliseconds spent per stage.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct RecallTimings {
     /// Embedding the query.
     pub embed_ms: f64,
@@ -79,7 +79,7 @@ pub struct RecallTimings {
 }
 
 /// A recall's answer: the response body plus what degraded, and the trace when asked.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct RecallResult {
     /// The response body.
     pub response: RecallResponse,
@@ -113,7 +113,7 @@ pub struct RecallResult {
 }
 
 /// A stored calibration and where it came from.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct CalibrationOutcome {
     /// The agent calibrated.
     pub agent_id: String,
@@ -122,7 +122,7 @@ pub struct CalibrationOutcome {
 }
 
 /// The embedder's identity (never a vector).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TraceEmbedder {
     /// The store's vector model id.
     pub model_id: String,
@@ -136,7 +136,7 @@ pub struct TraceEmbedder {
 
 /// The cue as the caller gave it and what it was resolved against: what the failure
 /// taxonomy re-normalises (another anchor) or replaces (an intended cue) in a replay.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TraceCueRequest {
     /// The cue as parsed.
     pub given: TimeCue,

@@ -93,7 +93,7 @@ pub struct ReconstructRequest {
 }
 
 /// A reconstruct's answer: the response body, recall's notices and where the time went.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct ReconstructResult {
     /// The response body.
     pub response: ReconstructResponse,
@@ -131,6 +131,27 @@ impl ReconstructResult {
     }
 }
 
+/// The body `reconstruct` answers with, as one derived type so that the tool's output schema
+/// is the schema of exactly what is serialised.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct ReconstructBody<'a> {
+    /// The response.
+    #[serde(flatten)]
+    pub response: &'a ReconstructResponse,
+    /// The embedder's degraded advisory, when it reports one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub advisory: Option<&'a serde_json::Value>,
+    /// Recall's notices.
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    pub notices: &'a [String],
+    /// The candidate recall's time cue block.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub time_cue: Option<&'a CueResponse>,
+    /// What the `mode` did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mode: Option<&'a ModeReport>,
+}
+
 fn wire_body(
     response: &ReconstructResponse,
     notices: &[String],
@@ -138,26 +159,13 @@ fn wire_body(
     mode: Option<&ModeReport>,
     advisory: Option<&serde_json::Value>,
 ) -> serde_json::Value {
-    use serde_json::Value as Json;
-    let mut body = json_of(response);
-    if let Some(object) = body.as_object_mut() {
-        if let Some(advisory) = advisory {
-            object.insert("advisory".to_owned(), advisory.clone());
-        }
-        if !notices.is_empty() {
-            object.insert(
-                "notices".to_owned(),
-                Json::Array(notices.iter().cloned().map(Json::from).collect()),
-            );
-        }
-        if let Some(cue) = time_cue {
-            object.insert("time_cue".to_owned(), json_of(cue));
-        }
-        if let Some(mode) = mode {
-            object.insert("mode".to_owned(), json_of(mode));
-        }
-    }
-    body
+    json_of(&ReconstructBody {
+        response,
+        advisory,
+        notices,
+        time_cue,
+        mode,
+    })
 }
 
 /// Serialising these plain structs cannot fail (string keys, no non-finite floats reachable

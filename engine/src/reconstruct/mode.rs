@@ -17,7 +17,7 @@ use crate::reconstruct::stages::places::ProPlaces;
 use crate::reconstruct::tokens::cl100k_tokens;
 
 /// A reconstruct `mode`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ReconstructMode {
     /// Compact: a 2,800-character default budget, no relation walk, 3,000 tokens at most.
@@ -69,7 +69,7 @@ impl ReconstructMode {
 }
 
 /// How the token cap cut a response.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct TokenCapCut {
     /// Pieces of the allocation sequence (heads, then excerpts round by round) kept.
     pub pieces_kept: usize,
@@ -81,7 +81,7 @@ pub struct TokenCapCut {
 }
 
 /// What a `mode` did, reported in the result.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct ModeReport {
     /// `lite` or `pro`.
     pub mode: &'static str,

@@ -11,7 +11,7 @@ use crate::store::{Store, lock};
 use crate::time::{format_ms, now_ms};
 
 /// The fields a paused write adds to its normal body.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct NoPersist {
     /// Always false.
     pub persisted: bool,
@@ -22,7 +22,7 @@ pub struct NoPersist {
 }
 
 /// `pause_persistence`'s response.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct PauseOutcome {
     /// True.
     pub paused: bool,
@@ -35,7 +35,7 @@ pub struct PauseOutcome {
 }
 
 /// `resume_persistence`'s response.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct ResumeOutcome {
     /// False.
     pub paused: bool,
@@ -46,7 +46,7 @@ pub struct ResumeOutcome {
 }
 
 /// `persistence_status`'s response.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct PersistenceStatus {
     /// Whether writes are paused.
     pub paused: bool,

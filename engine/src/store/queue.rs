@@ -10,7 +10,7 @@ use crate::store::Store;
 use crate::time::now_ms;
 
 /// `get_queue_status`'s response (CPersona's shape plus `exhausted`).
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct QueueStatus {
     /// Always true: the queue always exists.
     pub enabled: bool,
@@ -28,7 +28,7 @@ pub struct QueueStatus {
 }
 
 /// What one drain did.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct DrainOutcome {
     /// Rows that got their vector.
     pub embedded: usize,

@@ -5,7 +5,7 @@
 use serde::Serialize;
 
 /// Progress of re-embedding the store toward its vector target.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct ReembedProgress {
     /// True while rows carrying another model's vector remain.
     pub active: bool,

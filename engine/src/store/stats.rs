@@ -11,7 +11,7 @@ use crate::error::Result;
 use crate::store::Store;
 
 /// Row counts and file facts of a store.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct StoreStats {
     pub schema_version: u32,
     pub supported_schema_version: u32,

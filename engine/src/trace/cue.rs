@@ -18,9 +18,10 @@ use crate::refs::Ref;
 use crate::refs::ref_serde;
 
 /// What the prior knew about one row.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TraceCueRow {
     /// The row.
+    #[schemars(with = "String")]
     #[serde(rename = "ref", with = "ref_serde")]
     pub r#ref: Ref,
     /// The prior's inputs for it.
@@ -29,9 +30,10 @@ pub struct TraceCueRow {
 }
 
 /// One envelope row in cue order.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TraceFoundRow {
     /// The row.
+    #[schemars(with = "String")]
     #[serde(rename = "ref", with = "ref_serde")]
     pub r#ref: Ref,
     /// Its event time, UTC ms.
@@ -41,9 +43,10 @@ pub struct TraceFoundRow {
 }
 
 /// An episode span propagation may follow.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TraceEpisodeSpan {
     /// The episode.
+    #[schemars(with = "String")]
     #[serde(rename = "ref", with = "ref_serde")]
     pub r#ref: Ref,
     /// Its span.
@@ -51,7 +54,7 @@ pub struct TraceEpisodeSpan {
 }
 
 /// The cue plan as saved.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TraceCue {
     /// The prior (the loop's final envelope, lift and depth).
     pub prior: Prior,

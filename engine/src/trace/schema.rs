@@ -20,7 +20,7 @@ use crate::refs::Ref;
 use crate::refs::ref_serde;
 
 /// The policy versions a trace was produced under.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TracePolicy {
     /// The scoring a calibration applies to.
     pub scoring: String,
@@ -31,7 +31,7 @@ pub struct TracePolicy {
 }
 
 /// The query as given and as the stages read it.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TraceQuery {
     /// As given (the pure pass takes it as is: FTS and excerpts read it).
     pub text: String,
@@ -42,7 +42,7 @@ pub struct TraceQuery {
 }
 
 /// The isolation scope every read went through.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TraceScope {
     /// The agent.
     pub agent_id: String,
@@ -53,7 +53,7 @@ pub struct TraceScope {
 }
 
 /// What the caller asked.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TraceRequest {
     /// Rows asked for.
     pub limit: usize,
@@ -64,7 +64,7 @@ pub struct TraceRequest {
 }
 
 /// Every stage setting the pure pass reads, plus their hash.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TraceConfig {
     /// sha256 (first 16 hex digits) of this object's other fields as JSON.
     pub hash: String,
@@ -86,7 +86,7 @@ pub struct TraceConfig {
 }
 
 /// Recall Depth.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TraceDepth {
     /// Least depth.
     pub floor: usize,
@@ -99,7 +99,7 @@ pub struct TraceDepth {
 }
 
 /// Gate settings.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TraceGateConfig {
     /// Gate on.
     pub enabled: bool,
@@ -114,7 +114,7 @@ pub struct TraceGateConfig {
 }
 
 /// Preview-tier settings.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TraceShape {
     /// Preview characters.
     pub preview_chars: usize,
@@ -125,7 +125,7 @@ pub struct TraceShape {
 }
 
 /// How one table's vector search ran.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TraceIndex {
     /// `memories` or `episodes`.
     pub table: String,
@@ -140,7 +140,7 @@ pub struct TraceIndex {
 }
 
 /// Requested, effective and internal counts.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TraceCounts {
     /// `limit` as asked.
     pub requested: usize,
@@ -163,7 +163,7 @@ pub struct TraceCounts {
 }
 
 /// One arm's list as fused.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TraceArm {
     /// Arm name (`vector_near`, `vector_far`, `episode_fts`, `memory_keyword`).
     pub arm: String,
@@ -174,9 +174,10 @@ pub struct TraceArm {
 }
 
 /// One hit.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TraceHit {
     /// The row.
+    #[schemars(with = "String")]
     #[serde(rename = "ref", with = "ref_serde")]
     pub r#ref: Ref,
     /// 0-based rank in the arm.
@@ -186,9 +187,10 @@ pub struct TraceHit {
 }
 
 /// One fused candidate.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TraceFused {
     /// The row.
+    #[schemars(with = "String")]
     #[serde(rename = "ref", with = "ref_serde")]
     pub r#ref: Ref,
     /// 0-based position after fusion.
@@ -202,7 +204,7 @@ pub struct TraceFused {
 }
 
 /// One arm's vote and what it added.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TraceVote {
     /// Arm name.
     pub arm: String,
@@ -215,7 +217,7 @@ pub struct TraceVote {
 }
 
 /// The gate: its input and verdicts.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TraceGate {
     /// The calibrated threshold read, if any.
     pub calibrated: Option<f64>,
@@ -236,9 +238,10 @@ pub struct TraceGate {
 }
 
 /// One gate verdict.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TraceDecision {
     /// The row.
+    #[schemars(with = "String")]
     #[serde(rename = "ref", with = "ref_serde")]
     pub r#ref: Ref,
     /// Cosine judged.
@@ -250,7 +253,7 @@ pub struct TraceDecision {
 }
 
 /// Why a candidate is not in the answer.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ExclusionReason {
     /// Cut by Recall Depth (the trace keeps the count only: see `counts.cut_by_depth`).
@@ -266,9 +269,10 @@ pub enum ExclusionReason {
 }
 
 /// One excluded candidate.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TraceExclusion {
     /// The row.
+    #[schemars(with = "String")]
     #[serde(rename = "ref", with = "ref_serde")]
     pub r#ref: Ref,
     /// Its fused position.
@@ -278,9 +282,10 @@ pub struct TraceExclusion {
 }
 
 /// One pool row: what hydration read (no vector).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PoolRow {
     /// The row.
+    #[schemars(with = "String")]
     #[serde(rename = "ref", with = "ref_serde")]
     pub r#ref: Ref,
     /// `None` when the row had vanished.
@@ -295,7 +300,7 @@ pub struct PoolRow {
 /// agent sees (the preview tier and the full-content budget cut by length), the source's
 /// identity (`type`, `id`, `name`: cue propagation follows shared sources), the timestamp as
 /// stored and `msg_id`. The text itself is fetched with `get_contents`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PoolContent {
     /// Characters of the content as the agent sees it (`[Episode] ` prefix included).
     pub chars: usize,
@@ -308,7 +313,7 @@ pub struct PoolContent {
 }
 
 /// A saved recall, enough to replay the pure pass offline.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RecallTrace {
     /// Always [`TRACE_FORMAT`].
     pub format: String,

@@ -17,6 +17,7 @@ mod merge_assoc;
 mod migrations;
 mod portability;
 mod portability_assoc;
+mod progress;
 mod recall;
 mod recall_credit;
 mod recall_gaps;

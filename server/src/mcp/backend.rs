@@ -2,6 +2,7 @@
 //! tool, taking the decoded and validated wire arguments and returning the tool's JSON body.
 //! The MCP layer calls it on a blocking thread; a backend never sees raw or invalid input.
 
+use cpersona_engine::progress::Progress;
 use serde_json::Value;
 
 use crate::mcp::wire;
@@ -89,13 +90,14 @@ pub trait ToolBackend: Send + Sync + 'static {
     fn list_memories(&self, args: wire::ListMemoriesArgs) -> ToolResult;
     fn list_episodes(&self, args: wire::ListEpisodesArgs) -> ToolResult;
     fn delete_agent_data(&self, args: wire::DeleteAgentDataArgs) -> ToolResult;
-    fn export_memories(&self, args: wire::ExportArgs) -> ToolResult;
-    fn import_memories(&self, args: wire::ImportArgs) -> ToolResult;
-    fn merge_memories(&self, args: wire::MergeArgs) -> ToolResult;
+    // The long calls report to and are cancelled through `progress` (`mcp/progress.rs`).
+    fn export_memories(&self, args: wire::ExportArgs, progress: &Progress<'_>) -> ToolResult;
+    fn import_memories(&self, args: wire::ImportArgs, progress: &Progress<'_>) -> ToolResult;
+    fn merge_memories(&self, args: wire::MergeArgs, progress: &Progress<'_>) -> ToolResult;
     fn calibrate_threshold(&self, args: wire::CalibrateArgs) -> ToolResult;
     fn set_recall_precision(&self, args: wire::SetPrecisionArgs) -> ToolResult;
     fn get_recall_precision(&self, args: wire::AgentArgs) -> ToolResult;
-    fn check_health(&self, args: wire::CheckHealthArgs) -> ToolResult;
+    fn check_health(&self, args: wire::CheckHealthArgs, progress: &Progress<'_>) -> ToolResult;
     /// Rows of every agent as resources, `kind` (memories or episodes), newest first, `limit`
     /// from `offset`; fewer than `limit` means the last page. Backends that serve none say so.
     fn resource_page(
@@ -135,7 +137,8 @@ pub trait ToolBackend: Send + Sync + 'static {
     /// CPersona's `check_update`, answered the same by every backend: this server does not
     /// update itself (`mcp/update.rs`).
     fn check_update(&self, args: wire::CheckUpdateArgs) -> ToolResult {
-        crate::mcp::update::check_update(&args).map_err(ToolError::user)
+        let answer = crate::mcp::update::check_update(&args).map_err(ToolError::user)?;
+        serde_json::to_value(answer).map_err(|err| ToolError::internal(err.to_string()))
     }
     fn get_queue_status(&self, args: wire::NoArgs) -> ToolResult;
     fn pause_persistence(&self, args: wire::PauseArgs) -> ToolResult;

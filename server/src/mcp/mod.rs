@@ -8,6 +8,8 @@ pub mod content_limit;
 pub mod engine;
 mod guard;
 pub mod logging;
+pub mod output;
+mod progress;
 mod prompts;
 mod resources;
 mod subscriptions;
@@ -37,6 +39,7 @@ use self::backend::{ToolBackend, ToolError, ToolResult};
 use self::guard::Guarded;
 use self::validate::CrossCheck;
 use crate::access::Acl;
+use cpersona_engine::progress::Progress;
 
 /// What `initialize` tells an agent about when to use which tool.
 pub const SERVER_INSTRUCTIONS: &str = "\
@@ -94,6 +97,7 @@ impl McpServer {
     pub fn new(backend: Arc<dyn ToolBackend>) -> McpServer {
         let mut tool_router = McpServer::all_tools();
         content_limit::apply(&mut tool_router, backend.content_limit());
+        output::apply(&mut tool_router);
         McpServer {
             backend,
             tool_router,
@@ -147,6 +151,37 @@ impl McpServer {
         T: JsonSchema + DeserializeOwned + CrossCheck + Send + 'static,
         F: FnOnce(&dyn ToolBackend, T) -> ToolResult + Send + 'static,
     {
+        self.call_inner(tool, args, None, move |backend, args, _| op(backend, args))
+            .await
+    }
+
+    /// [`McpServer::call`] for a long call: `op` reports progress to the client when it sent
+    /// a progress token, and sees its cancellation (`progress.rs`).
+    pub(crate) async fn call_watched<T, F>(
+        &self,
+        tool: &'static str,
+        args: JsonObject,
+        context: &RequestContext<RoleServer>,
+        op: F,
+    ) -> CallToolResult
+    where
+        T: JsonSchema + DeserializeOwned + CrossCheck + Send + 'static,
+        F: FnOnce(&dyn ToolBackend, T, &Progress<'_>) -> ToolResult + Send + 'static,
+    {
+        self.call_inner(tool, args, Some(context), op).await
+    }
+
+    async fn call_inner<T, F>(
+        &self,
+        tool: &'static str,
+        args: JsonObject,
+        context: Option<&RequestContext<RoleServer>>,
+        op: F,
+    ) -> CallToolResult
+    where
+        T: JsonSchema + DeserializeOwned + CrossCheck + Send + 'static,
+        F: FnOnce(&dyn ToolBackend, T, &Progress<'_>) -> ToolResult + Send + 'static,
+    {
         // The served schema, which carries the configured content limit.
         let schema = self
             .tool_router
@@ -160,7 +195,17 @@ impl McpServer {
             }
         };
         let backend = Arc::clone(&self.backend);
-        match tokio::task::spawn_blocking(move || op(backend.as_ref(), decoded)).await {
+        let mut watch = context.map(progress::Watch::of);
+        let handle = watch.as_mut().map(progress::Watch::handle);
+        let joined = tokio::task::spawn_blocking(move || match handle {
+            Some(handle) => handle.run(|progress| op(backend.as_ref(), decoded, progress)),
+            None => op(backend.as_ref(), decoded, &Progress::none()),
+        })
+        .await;
+        if let Some(watch) = watch {
+            watch.finish().await;
+        }
+        match joined {
             // A body that says `ok: false` (set_recall_precision kept the old precision) is a
             // refusal whatever its other fields: `isError` agrees with it.
             Ok(Ok(body)) => {

@@ -17,9 +17,11 @@ pub const TEXT_CHARS: usize = 1_000_000;
 pub const MAX_REFS: usize = 20;
 
 mod admin;
+mod answers;
 mod structure;
 
 pub use admin::*;
+pub use answers::*;
 pub use structure::*;
 
 fn default_recall_limit() -> u32 {

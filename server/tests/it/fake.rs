@@ -2,6 +2,7 @@
 //! update, delete, lock, export and import end to end through a real client. It ranks by
 //! substring only and must never be mistaken for the engine.
 
+use cpersona_engine::progress::Progress;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -245,7 +246,7 @@ impl ToolBackend for FakeBackend {
         Ok(json!({"ok": true, "agent_id": args.agent_id, "deleted_memories": before - rows.len()}))
     }
 
-    fn export_memories(&self, args: wire::ExportArgs) -> ToolResult {
+    fn export_memories(&self, args: wire::ExportArgs, _: &Progress<'_>) -> ToolResult {
         self.touch();
         let rows = self.rows.lock().unwrap();
         let mut out = String::new();
@@ -267,7 +268,7 @@ impl ToolBackend for FakeBackend {
         )
     }
 
-    fn import_memories(&self, args: wire::ImportArgs) -> ToolResult {
+    fn import_memories(&self, args: wire::ImportArgs, _: &Progress<'_>) -> ToolResult {
         self.touch();
         let text = std::fs::read_to_string(&args.input_path)
             .map_err(|e| ToolError::user(format!("cannot read {}: {e}", args.input_path)))?;
@@ -301,7 +302,7 @@ impl ToolBackend for FakeBackend {
         )
     }
 
-    fn merge_memories(&self, _args: wire::MergeArgs) -> ToolResult {
+    fn merge_memories(&self, _args: wire::MergeArgs, _: &Progress<'_>) -> ToolResult {
         self.touch();
         unsupported("merge_memories")
     }
@@ -321,7 +322,7 @@ impl ToolBackend for FakeBackend {
         unsupported("get_recall_precision")
     }
 
-    fn check_health(&self, args: wire::CheckHealthArgs) -> ToolResult {
+    fn check_health(&self, args: wire::CheckHealthArgs, _: &Progress<'_>) -> ToolResult {
         self.touch();
         self.receive("check_health", &args);
         Ok(

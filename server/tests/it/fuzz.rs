@@ -2,7 +2,8 @@
 //! argument decoder (each call answers, either ok or `ok: false` with a message; the process
 //! never dies), and a table built from every advertised schema (missing required fields, wrong
 //! types, oversize strings and arrays, huge and negative numbers, NUL bytes, unknown arguments
-//! and unknown ids): each case is refused with a clear `ok: false` and writes nothing.
+//! and unknown ids): each case is refused with a clear `ok: false` and writes nothing. Every
+//! accepted call's structured output is checked against the tool's output schema.
 
 use std::path::Path;
 use std::process::{Child, Stdio};
@@ -11,6 +12,7 @@ use rusqlite::{Connection, OpenFlags};
 use serde_json::{Map, Value, json};
 
 use crate::crash::harness::{Rng, StdioRpc, command};
+use crate::output_schema::OutputSchemas;
 
 /// Executions of the random-JSON decoder fuzz in CI.
 const DECODER_FUZZ_CASES: usize = 1500;
@@ -188,6 +190,7 @@ fn random_arguments_to_every_tool_answer_ok_or_a_clear_error() {
     let mut server = serve();
     let tools = server.tools();
     assert!(tools.len() >= 26, "{tools:?}");
+    let schemas = OutputSchemas::from_tools(&tools);
     let mut rng = Rng::new(0xF022_0009);
     let (mut ok, mut refused) = (0usize, 0usize);
     for i in 0..DECODER_FUZZ_CASES {
@@ -203,6 +206,7 @@ fn random_arguments_to_every_tool_answer_ok_or_a_clear_error() {
             assert!(message.len() > 5, "{name} {args}: unclear error {body}");
         } else {
             ok += 1;
+            assert!(schemas.check(name, &reply));
             assert_ne!(
                 body["ok"], false,
                 "{name} {args}: ok:false without isError: {body}"

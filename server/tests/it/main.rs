@@ -22,6 +22,8 @@ mod logging;
 mod mcp;
 mod migrate;
 mod model;
+mod output_schema;
+mod progress;
 mod proxy;
 mod py;
 mod recency;

@@ -299,7 +299,7 @@ fn engine_layer(module: &ModPath) -> (u8, &'static str) {
         (
             Some(
                 "error" | "refs" | "text" | "time" | "source" | "vector" | "scope" | "embed"
-                | "paging",
+                | "paging" | "progress",
             ),
             _,
         ) => (0, "base"),

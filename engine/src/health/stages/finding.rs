@@ -6,7 +6,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 /// How much a finding matters. Only `Warning` and `Error` degrade the store's status.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Severity {
     /// Nothing to report.
@@ -37,7 +37,7 @@ impl Severity {
 }
 
 /// What one repair did.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Repair {
     /// The action, e.g. `fts_rebuild`, `queued_for_embedding`, `report_only`.
     pub action: String,
@@ -62,7 +62,7 @@ impl Repair {
 }
 
 /// One check's verdict.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Finding {
     /// The check's name (CPersona's where it has one).
     pub check: &'static str,

@@ -56,7 +56,7 @@ pub fn canonical(name: &str) -> Option<&'static str> {
 }
 
 /// How many findings have each severity, in CPersona's words (`ok` findings are not counted).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct SeveritySummary {
     /// Errors.
     pub critical: usize,

@@ -9,7 +9,9 @@ pub use crate::refs::{ParseRefError, Ref, RefKind};
 /// One retrieval arm. The declaration order is the order fusion visits the arms, which is
 /// CPersona 2.6's (near vector, far vector, episode FTS, memory keyword) and is part of the
 /// tie-break.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Arm {
     /// Vector arm over the scan window (generation + live tail); raw score = cosine.
@@ -49,7 +51,7 @@ impl Arm {
 }
 
 /// One row as one arm ranked it.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct ArmHit {
     /// The row.
     #[serde(rename = "ref")]
@@ -76,7 +78,7 @@ impl ArmHit {
 }
 
 /// One arm's ranked output, handed to fusion.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct ArmList {
     /// Which arm.
     pub arm: Arm,
@@ -97,7 +99,7 @@ impl ArmList {
 }
 
 /// One arm's vote for a fused candidate.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Vote {
     /// The arm.
     pub arm: Arm,
@@ -111,7 +113,7 @@ pub struct Vote {
 }
 
 /// A row after fusion: its fused score and every arm's vote, in fusion order.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct FusedCandidate {
     /// The row.
     #[serde(rename = "ref")]

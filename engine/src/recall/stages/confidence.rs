@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 /// CPersona's constants, each its environment default.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ConfidenceParams {
     /// Cosine mapped to 0 (`COSINE_FLOOR`).
     pub cosine_floor: f64,
@@ -52,7 +52,7 @@ impl Default for ConfidenceParams {
 
 /// What the store knows about one row and its scope (a trace saves it without the cosine,
 /// which a replay takes from its own fused candidate).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ConfidenceInput {
     /// Cosine to the query, if known.
     pub cosine: Option<f64>,
@@ -75,7 +75,7 @@ pub struct ConfidenceInput {
 }
 
 /// The `confidence` object of a recall row (read back from a saved trace, too).
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Confidence {
     /// Age used, hours, 1 decimal.
     pub age_hours: f64,

@@ -45,7 +45,7 @@ pub struct StoredContent {
 }
 
 /// Why a ref came back unresolved.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum UnresolvedReason {
     /// Not `mem:<id>`/`ep:<id>`, or an entry of the wrong shape.
@@ -73,7 +73,7 @@ pub enum UnresolvedReason {
 }
 
 /// One unresolved entry.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Unresolved {
     /// The ref as sent (or the entry, when it had no ref string).
     #[serde(rename = "ref")]
@@ -83,7 +83,7 @@ pub struct Unresolved {
 }
 
 /// The range served.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct ServedRange {
     /// `[start, end]` in characters, end clamped to the text.
     pub span: [usize; 2],
@@ -112,7 +112,7 @@ pub enum RangeAsked {
 }
 
 /// One served item.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct ContentItem {
     /// The ref.
     #[serde(rename = "ref")]
@@ -137,7 +137,7 @@ pub struct ContentItem {
 }
 
 /// The `get_contents` response.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct ContentsResponse {
     /// Served items, in request order.
     pub items: Vec<ContentItem>,

@@ -34,7 +34,9 @@ pub const MAX_AGO_VALUE: u64 = 100_000;
 pub const MAX_AGO_DAYS: u64 = 365_000;
 
 /// How sure the caller is. An enumeration on purpose (design §2): never a number.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum CueConfidence {
     /// The period as said.
@@ -91,7 +93,7 @@ impl CueConfidence {
 }
 
 /// The unit of an `ago` cue.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum AgoUnit {
     /// One day.
@@ -114,7 +116,7 @@ impl AgoUnit {
 }
 
 /// When the sought memory happened, as the caller said it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case", tag = "kind")]
 pub enum CueWhen {
     /// `{after, before}`, either may be absent (not both), UTC ms, `[after, before)`.
@@ -136,7 +138,7 @@ pub enum CueWhen {
 }
 
 /// A parsed, validated time cue.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TimeCue {
     /// The period as said.
     pub when: CueWhen,
@@ -145,7 +147,7 @@ pub struct TimeCue {
 }
 
 /// A half-open period `[start_ms, end_ms)` in UTC ms.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Period {
     /// Start (inclusive).
     pub start_ms: i64,
@@ -192,6 +194,17 @@ pub struct PeriodText {
 impl Serialize for PeriodText {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         [&self.start, &self.end].serialize(serializer)
+    }
+}
+
+/// On the wire `[start, end]`, as it is serialised.
+impl schemars::JsonSchema for PeriodText {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "PeriodText".into()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        <[String; 2]>::json_schema(generator)
     }
 }
 

@@ -36,7 +36,7 @@ pub const CONTEXT_CAP: usize = 10;
 pub const RELATION_CAP: usize = 1_000;
 
 /// Why a row got a context move.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ContextBy {
     /// It shares the strong hit's `source.id`.
@@ -48,9 +48,10 @@ pub enum ContextBy {
 }
 
 /// One context cue.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ContextCue {
     /// The row.
+    #[schemars(with = "String")]
     #[serde(rename = "ref", with = "crate::refs::ref_serde")]
     pub r#ref: Ref,
     /// What it shares with the strong hit.
@@ -58,9 +59,10 @@ pub struct ContextCue {
 }
 
 /// What propagation did, for the response's `time_cue` block and the trace.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Propagated {
     /// The strong hit.
+    #[schemars(with = "String")]
     #[serde(with = "crate::refs::ref_serde")]
     pub from: Ref,
     /// Its cosine lead over the next passed row (4 decimals).

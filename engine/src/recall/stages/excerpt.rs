@@ -19,7 +19,7 @@ use super::fts_query::is_query_whitespace;
 pub const MAX_PASSAGE_CHARS: usize = 739;
 
 /// How an excerpt was chosen (CPersona's `excerpt_basis`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ExcerptBasis {
     /// The best stored block by int8 cosine to the query vector, grown with neighbours.
@@ -33,7 +33,7 @@ pub enum ExcerptBasis {
 }
 
 /// An excerpt and where it lies in the stored text.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Excerpt {
     /// The quoted text.
     pub text: String,

@@ -33,7 +33,7 @@ pub struct RecallRequest<'a> {
 }
 
 /// The recall response body (the server adds advisories and the operating context).
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct RecallResponse {
     /// Rows in ascending relevance: the last is the best.
     pub messages: Vec<RecallMessage>,
@@ -55,7 +55,7 @@ pub struct RecallResponse {
 }
 
 /// What each stage saw, for the trace.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct RecallStages {
     /// The per-arm depth used.
     pub depth: usize,
@@ -83,7 +83,7 @@ pub struct RecallStages {
 }
 
 /// What the cue did to one pass.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct CueApplied {
     /// Rows of the answer the prior moved up (membership unchanged).
     pub moved: usize,
@@ -101,7 +101,7 @@ pub struct CueApplied {
 }
 
 /// The `time_cue` block of a recall response (read back from a trace by replay).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CueResponse {
     /// The policy version.
     pub policy: String,
@@ -132,7 +132,7 @@ pub struct CueResponse {
 }
 
 /// A whole pure recall pass.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct RecallOutcome {
     /// The response.
     pub response: RecallResponse,

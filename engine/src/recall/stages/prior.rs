@@ -17,7 +17,7 @@ use super::cue::Period;
 pub const CUE_RANK_CONSTANT: f64 = 61.0;
 
 /// What the prior knows about one row. `None` means unknown, which never lowers a weight.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PriorRow {
     /// Position in its table's scan order (newest first), 0-based.
     pub scan_pos: Option<usize>,
@@ -36,7 +36,7 @@ pub struct PriorRow {
 }
 
 /// What happens past the scan window.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Beyond {
     /// Rows with `scan_pos < reach` count; `None` = no reach bound.
     pub reach: Option<usize>,
@@ -48,7 +48,7 @@ pub struct Beyond {
 
 /// The time-cue part: a row inside the envelope has strength `61/(61 + cue_rank)` and
 /// `p_cue = 1 + strength`; in an order it moves up at most `max_up × strength` places.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CuePrior {
     /// The envelope of the loop's final stage.
     pub envelope: Period,
@@ -62,7 +62,7 @@ pub struct CuePrior {
 }
 
 /// `p(row)` as one value.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Prior {
     /// The scan window; `None` = every position is inside.
     pub window: Option<usize>,

@@ -15,7 +15,7 @@ use crate::refs::Ref;
 const MS_PER_HOUR: f64 = 3_600_000.0;
 
 /// The recency setting.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RecencyConfig {
     /// `p_age = max(floor, 1/(1 + age_h × rate))`; 0 = identity (CPersona's default).
     pub rate_per_h: f64,
@@ -51,7 +51,7 @@ impl Default for RecencyConfig {
 }
 
 /// What recency did to one answer (in the response and the trace when the setting is on).
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct RecencyApplied {
     /// The rate per hour.
     pub rate_per_h: f64,

@@ -25,7 +25,7 @@ pub struct Hydrated {
 }
 
 /// Preview-tier settings.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct ShapeConfig {
     /// Characters of content a row shows before it is cut; 0 disables the preview tier.
     pub preview_chars: usize,
@@ -36,7 +36,7 @@ pub struct ShapeConfig {
 }
 
 /// The signal a row was admitted on (`match_reason.signal`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Signal {
     /// The gate judged the row's cosine.
@@ -55,7 +55,7 @@ pub enum Signal {
 }
 
 /// One arm's rank of a row, for `match_reason.arms`.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct ArmRank {
     /// The arm.
     pub arm: Arm,
@@ -64,7 +64,7 @@ pub struct ArmRank {
 }
 
 /// Why a row is in the answer.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct MatchReason {
     /// What the gate keyed on.
     pub signal: Signal,
@@ -106,7 +106,7 @@ pub struct MatchReason {
 }
 
 /// One recall row on the wire.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct RecallMessage {
     /// Content, or its preview-tier prefix.
     pub content: String,

@@ -45,7 +45,7 @@ pub struct Request<'a> {
 }
 
 /// Bounds that acted (`bounds`).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Bounds {
     /// Candidate rows asked of recall.
     pub top_k: usize,
@@ -62,7 +62,7 @@ pub struct Bounds {
 }
 
 /// `reconstruction`: present when rows were excluded, in full under trace.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Report {
     /// The policy version.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -81,7 +81,7 @@ pub struct Report {
 }
 
 /// The trace: candidate refs and cluster membership, without text.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Trace {
     /// The pool, best first.
     pub candidate_refs: Vec<Ref>,
@@ -95,7 +95,7 @@ pub struct Trace {
 }
 
 /// The `reconstruct` response body.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct ReconstructResponse {
     /// The items, best first.
     pub items: Vec<Item>,

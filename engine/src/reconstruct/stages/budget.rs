@@ -25,7 +25,7 @@ pub fn head_cap(config: &ReconstructConfig, position: usize) -> usize {
 }
 
 /// What the server did with the budget (`budget_policy`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct BudgetPolicy {
     /// Who set the base.
     pub source: CountSource,

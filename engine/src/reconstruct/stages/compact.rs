@@ -13,7 +13,7 @@ use serde::Serialize;
 use super::assemble::ReconstructResponse;
 
 /// What the mode's shape took out of a response.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Compacted {
     /// Fields the shape dropped that the full response would have carried, in the order
     /// `ranges`, `bounds`, `effective_budget`, `used_budget`, `reserved_omitted`, `claims` (an

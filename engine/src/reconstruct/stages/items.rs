@@ -27,7 +27,7 @@ pub const ROLE_WORDS: [&str; 6] = [
 ];
 
 /// What a referenced row is to a claim.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, schemars::JsonSchema)]
 pub struct Role {
     /// The referenced row.
     #[serde(rename = "ref")]
@@ -37,7 +37,7 @@ pub struct Role {
 }
 
 /// One retained row of an item.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Claim {
     /// The row.
     #[serde(rename = "ref")]
@@ -57,7 +57,7 @@ pub struct Claim {
 }
 
 /// A quoted other claim.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct ItemExcerpt {
     /// The claim quoted.
     #[serde(rename = "ref")]
@@ -76,7 +76,7 @@ pub struct ItemExcerpt {
 }
 
 /// Rows with the same message id and timestamp: both kept, marked.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Conflict {
     /// The rows.
     pub refs: Vec<Ref>,
@@ -87,7 +87,7 @@ pub struct Conflict {
 }
 
 /// The `get_contents` argument that reads on from a cut quote.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Expand {
     /// The quoted row.
     #[serde(rename = "ref")]
@@ -97,7 +97,7 @@ pub struct Expand {
 }
 
 /// One recall item.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Item {
     /// The head claim's best passages, verbatim, joined by " … ".
     pub content: String,

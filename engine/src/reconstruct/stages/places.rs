@@ -31,7 +31,7 @@ pub(crate) const KEYWORD_PLACES: usize = 8;
 const MAX_PARTS: usize = 32;
 
 /// What pro's places did (`mode.places`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct ProPlaces {
     /// Keyword places: rows only a lexical arm ranked.
     pub keyword: Places,
@@ -40,7 +40,7 @@ pub struct ProPlaces {
 }
 
 /// What one kind of place did.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Places {
     /// The deeper ranking's depth.
     pub depth: usize,

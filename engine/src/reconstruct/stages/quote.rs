@@ -14,7 +14,7 @@ use crate::recall::stages::excerpt::{excerpt, passages, query_grams};
 
 /// How a quote was chosen (`quote_basis`): the whole text, or passages picked by the record's
 /// stored blocks (int8 cosine, else sign bits), else by the text heuristic.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum QuoteBasis {
     /// The text fits the quote: all of it.

@@ -8,7 +8,7 @@ use super::Mutation;
 use crate::reconstruct::stages::config::ReconstructConfig;
 
 /// Who set the base count.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum CountSource {
     /// `forced_count` is set: the operator's value wins.
@@ -20,7 +20,7 @@ pub enum CountSource {
 }
 
 /// What the server did with the count (`count_policy`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct CountPolicy {
     /// Who set the base.
     pub source: CountSource,

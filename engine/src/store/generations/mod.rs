@@ -34,7 +34,7 @@ use crate::vector::{decode, format_from_tag};
 const MAX_SOURCE_CODE_BYTES: usize = 256;
 
 /// A table that has an index generation.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum IndexTable {
     /// `memories`.
@@ -62,7 +62,7 @@ impl IndexTable {
 }
 
 /// What one rebuild did.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct RebuildOutcome {
     /// The table.
     pub table: IndexTable,
@@ -81,7 +81,7 @@ pub struct RebuildOutcome {
 }
 
 /// One table's index state.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct TableIndexStatus {
     /// The table.
     pub table: IndexTable,
@@ -116,7 +116,7 @@ pub struct TableIndexStatus {
 }
 
 /// One segment in a table's status.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct SegmentStatus {
     /// Its sequence number (its file is `seg-<seq>.gen`).
     pub seq: u64,
@@ -133,7 +133,7 @@ pub struct SegmentStatus {
 }
 
 /// The merge the policy would run next.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct PendingMerge {
     /// Segments it would fold.
     pub segments: usize,
@@ -144,7 +144,7 @@ pub struct PendingMerge {
 }
 
 /// Index state of both tables.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct IndexStatus {
     /// One entry per table, memories first.
     pub tables: Vec<TableIndexStatus>,

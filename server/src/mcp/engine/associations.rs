@@ -3,7 +3,6 @@
 //! anchored to the stored row. No logic beyond the mapping.
 
 use cpersona_engine::{DeclareRequest, Engine, EntityInput, RelationInput, TraverseRequest};
-use serde_json::{Value, json};
 
 use crate::mcp::backend::ToolResult;
 use crate::mcp::engine::convert::body;
@@ -87,17 +86,11 @@ pub(crate) fn traverse(engine: &Engine, args: wire::TraverseArgs) -> ToolResult 
 /// an agent never retries a store that landed.
 pub(crate) fn after_store(
     engine: &Engine,
-    mut body: Value,
+    id: i64,
     scope: (String, String, String, String),
     associations: wire::Associations,
-) -> ToolResult {
+) -> wire::StoreAssociations {
     let (agent_id, project_id, channel, session_key) = scope;
-    let Some(id) = body.get("id").and_then(Value::as_i64) else {
-        return Ok(body);
-    };
-    if body.get("result").and_then(Value::as_str) != Some("stored") {
-        return Ok(body);
-    }
     let req = request(
         agent_id,
         project_id,
@@ -106,22 +99,28 @@ pub(crate) fn after_store(
         format!("mem:{id}"),
         session_key,
     );
-    let report = match engine.declare_associations(&req) {
-        Ok(outcome) => json!({
-            "entities": outcome.entities.len(),
-            "mentions": outcome.mentions,
-            "relations": outcome.relations.len(),
-            "dropped": outcome.dropped,
-        }),
-        Err(err) => json!({
-            "entities": 0,
-            "mentions": 0,
-            "relations": 0,
-            "dropped": [{"item": "associations", "reason": err.to_string()}],
-        }),
-    };
-    if let Some(object) = body.as_object_mut() {
-        object.insert("associations".to_owned(), report);
+    match engine.declare_associations(&req) {
+        Ok(outcome) => wire::StoreAssociations {
+            entities: outcome.entities.len(),
+            mentions: outcome.mentions,
+            relations: outcome.relations.len(),
+            dropped: outcome
+                .dropped
+                .into_iter()
+                .map(|d| wire::DroppedItem {
+                    item: d.item,
+                    reason: d.reason.to_owned(),
+                })
+                .collect(),
+        },
+        Err(err) => wire::StoreAssociations {
+            entities: 0,
+            mentions: 0,
+            relations: 0,
+            dropped: vec![wire::DroppedItem {
+                item: "associations".to_owned(),
+                reason: err.to_string(),
+            }],
+        },
     }
-    Ok(body)
 }

@@ -5,10 +5,10 @@ use std::sync::Arc;
 
 use cpersona_engine::Engine;
 use cpersona_engine::embed::Embedder;
-use serde_json::Value;
 
 use crate::config::{RecallSettings, UnhonouredSetting};
 use crate::mcp::engine::convert::embedder_advisory;
+use crate::mcp::wire;
 
 /// Answers every tool from one [`Engine`].
 pub struct EngineBackend {
@@ -53,16 +53,8 @@ impl EngineBackend {
     }
 
     /// CPersona's `advisory` object when semantic recall is degraded, else `None`.
-    pub(crate) fn advisory(&self) -> Option<Value> {
+    pub(crate) fn advisory(&self) -> Option<wire::Advisory> {
         embedder_advisory(self.embedder.as_ref())
-    }
-
-    /// `body` with the embedder advisory attached when there is one.
-    pub(super) fn with_advisory(&self, mut body: Value) -> Value {
-        if let (Some(advisory), Some(object)) = (self.advisory(), body.as_object_mut()) {
-            object.insert("advisory".to_owned(), advisory);
-        }
-        body
     }
 }
 

@@ -5,14 +5,14 @@
 use cpersona_engine::embed::Embedder;
 use cpersona_engine::{RecallQuery, TimeCue};
 use serde::Serialize;
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 use crate::mcp::backend::{ToolError, ToolResult};
 use crate::mcp::wire;
 
 /// CPersona's degraded advisory (`{degraded, severity, reason, evidence, runbook}`), when the
 /// embedder reports itself degraded (hash fallback, failing remote).
-pub fn embedder_advisory(embedder: &dyn Embedder) -> Option<Value> {
+pub fn embedder_advisory(embedder: &dyn Embedder) -> Option<wire::Advisory> {
     match embedder.health() {
         cpersona_engine::embed::EmbedHealth::Healthy => None,
         cpersona_engine::embed::EmbedHealth::Degraded {
@@ -20,13 +20,13 @@ pub fn embedder_advisory(embedder: &dyn Embedder) -> Option<Value> {
             reason,
             evidence,
             advisory,
-        } => Some(json!({
-            "degraded": true,
-            "severity": severity.as_str(),
-            "reason": reason,
-            "evidence": evidence,
-            "runbook": advisory,
-        })),
+        } => Some(wire::Advisory {
+            degraded: true,
+            severity: severity.as_str(),
+            reason,
+            evidence,
+            runbook: advisory,
+        }),
     }
 }
 

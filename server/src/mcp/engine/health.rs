@@ -4,6 +4,7 @@
 //! report, which already has CPersona's `{issues, severity_summary, status, stats}` shape.
 //! Every check, its judging and its repair live in the engine (`engine/src/health/`).
 
+use cpersona_engine::progress::Progress;
 use cpersona_engine::{HealthRequest, UnusedSetting};
 
 use crate::mcp::backend::ToolResult;
@@ -12,7 +13,11 @@ use crate::mcp::engine::convert::body;
 use crate::mcp::wire;
 
 /// `check_health`.
-pub(crate) fn check_health(backend: &EngineBackend, args: wire::CheckHealthArgs) -> ToolResult {
+pub(crate) fn check_health(
+    backend: &EngineBackend,
+    args: wire::CheckHealthArgs,
+    progress: &Progress<'_>,
+) -> ToolResult {
     let req = HealthRequest {
         agent_id: args.agent_id,
         fix: args.fix,
@@ -28,5 +33,5 @@ pub(crate) fn check_health(backend: &EngineBackend, args: wire::CheckHealthArgs)
             })
             .collect(),
     };
-    body(backend.engine().check_health(&req))
+    body(backend.engine().check_health_with(&req, progress))
 }

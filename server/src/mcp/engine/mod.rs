@@ -16,18 +16,19 @@ pub use convert::embedder_advisory;
 
 use cpersona_engine::{
     ArchiveEpisodeRequest, DeleteEpisodeRequest, ExportRequest, ImportRequest, ListEpisodesRequest,
-    ListMemoriesRequest, MemoryIdRequest, MergeMode, MergeRequest, StoreRequest,
-    UpdateMemoryRequest, UpdateProfileRequest,
+    ListMemoriesRequest, MemoryIdRequest, MergeMode, MergeRequest, StoreId, StoreRequest,
+    StoreResult, UpdateMemoryRequest, UpdateProfileRequest,
 };
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::config::Precision;
 use crate::mcp::backend::{
     ResourceBody, ResourceEntry, ResourceKind, ToolBackend, ToolError, ToolResult,
 };
 use crate::mcp::wire;
-use convert::{body, engine_error, object, source};
+use convert::{body, encode, engine_error, object, source};
 use cpersona_engine::precision_label;
+use cpersona_engine::progress::Progress;
 
 impl ToolBackend for EngineBackend {
     fn content_limit(&self) -> usize {
@@ -66,13 +67,25 @@ impl ToolBackend for EngineBackend {
             req.channel.clone(),
             req.session_key.clone(),
         );
-        let stored = self.with_advisory(body(self.engine.store(&req))?);
-        match args.associations {
-            Some(associations) => {
-                associations::after_store(&self.engine, stored, scope, associations)
-            }
-            None => Ok(stored),
-        }
+        let outcome = self.engine.store(&req).map_err(engine_error)?;
+        let stored_id = match (&outcome.result, &outcome.id) {
+            (StoreResult::Stored, Some(StoreId::Row(id))) => Some(*id),
+            _ => None,
+        };
+        let associations = match (args.associations, stored_id) {
+            (Some(associations), Some(id)) => Some(associations::after_store(
+                &self.engine,
+                id,
+                scope,
+                associations,
+            )),
+            _ => None,
+        };
+        encode(&wire::StoreBody {
+            outcome: &outcome,
+            advisory: self.advisory(),
+            associations,
+        })
     }
 
     fn recall(&self, args: wire::RecallArgs) -> ToolResult {
@@ -176,27 +189,27 @@ impl ToolBackend for EngineBackend {
         )
     }
 
-    fn export_memories(&self, args: wire::ExportArgs) -> ToolResult {
+    fn export_memories(&self, args: wire::ExportArgs, progress: &Progress<'_>) -> ToolResult {
         let req = ExportRequest {
             agent_id: args.agent_id,
             output_path: args.output_path.into(),
             include_embeddings: args.include_embeddings,
             overwrite: args.overwrite,
         };
-        body(self.engine.export_memories(&req))
+        body(self.engine.export_memories_with(&req, progress))
     }
 
-    fn import_memories(&self, args: wire::ImportArgs) -> ToolResult {
+    fn import_memories(&self, args: wire::ImportArgs, progress: &Progress<'_>) -> ToolResult {
         let req = ImportRequest {
             input_path: args.input_path.into(),
             target_agent_id: args.target_agent_id,
             dry_run: args.dry_run,
             session_key: String::new(),
         };
-        body(self.engine.import_memories(&req))
+        body(self.engine.import_memories_with(&req, progress))
     }
 
-    fn merge_memories(&self, args: wire::MergeArgs) -> ToolResult {
+    fn merge_memories(&self, args: wire::MergeArgs, progress: &Progress<'_>) -> ToolResult {
         let req = MergeRequest {
             source_agent_id: args.source_agent_id,
             target_agent_id: args.target_agent_id,
@@ -208,7 +221,7 @@ impl ToolBackend for EngineBackend {
             dry_run: args.dry_run,
             session_key: String::new(),
         };
-        body(self.engine.merge_memories(&req))
+        body(self.engine.merge_memories_with(&req, progress))
     }
 
     fn calibrate_threshold(&self, args: wire::CalibrateArgs) -> ToolResult {
@@ -231,31 +244,34 @@ impl ToolBackend for EngineBackend {
             .set_recall_precision(&args.agent_id, beta)
             .map_err(engine_error)?;
         let calibrate = match &outcome.calibration {
-            Ok(c) => {
-                json!({"ok": true, "scope": "agent", "new_threshold": c.calibration.threshold})
-            }
-            Err(error) => json!({"ok": false, "scope": "agent", "new_threshold": null,
-                                 "error": error}),
+            Ok(c) => wire::Recalibration {
+                ok: true,
+                scope: "agent",
+                new_threshold: Some(c.calibration.threshold),
+                error: None,
+            },
+            Err(error) => wire::Recalibration {
+                ok: false,
+                scope: "agent",
+                new_threshold: None,
+                error: Some(error.to_string()),
+            },
         };
-        let mut body = json!({
-            "ok": outcome.calibration.is_ok(),
-            "agent_id": outcome.agent_id,
-            "precision": precision_label(outcome.beta),
-            "beta": outcome.beta,
-            "cleared": outcome.cleared,
-            "fused_gate": self.recall.fused_gate_enabled,
-            "calibrate": calibrate,
-        });
-        if let (Err(error), Some(object)) = (&outcome.calibration, body.as_object_mut()) {
-            object.insert(
-                "error".to_owned(),
-                json!(format!(
+        encode(&wire::SetPrecisionAnswer {
+            ok: outcome.calibration.is_ok(),
+            agent_id: outcome.agent_id,
+            precision: precision_label(outcome.beta),
+            beta: outcome.beta,
+            cleared: outcome.cleared,
+            fused_gate: self.recall.fused_gate_enabled,
+            calibrate,
+            error: outcome.calibration.as_ref().err().map(|error| {
+                format!(
                     "the agent could not be recalibrated, so its previous precision was kept: \
                      {error}"
-                )),
-            );
-        }
-        Ok(body)
+                )
+            }),
+        })
     }
 
     fn get_recall_precision(&self, args: wire::AgentArgs) -> ToolResult {
@@ -265,15 +281,15 @@ impl ToolBackend for EngineBackend {
             .recall_beta(&args.agent_id)
             .map_err(engine_error)?;
         let beta = own.unwrap_or(global_beta);
-        Ok(json!({
-            "ok": true,
-            "agent_id": args.agent_id,
-            "precision": precision_label(beta),
-            "beta": beta,
-            "overridden": own.is_some(),
-            "global_precision": precision_label(global_beta),
-            "global_beta": global_beta,
-        }))
+        encode(&wire::PrecisionAnswer {
+            ok: true,
+            agent_id: args.agent_id,
+            precision: precision_label(beta),
+            beta,
+            overridden: own.is_some(),
+            global_precision: precision_label(global_beta),
+            global_beta,
+        })
     }
 
     fn resource_page(
@@ -317,8 +333,8 @@ impl ToolBackend for EngineBackend {
         }
     }
 
-    fn check_health(&self, args: wire::CheckHealthArgs) -> ToolResult {
-        health::check_health(self, args)
+    fn check_health(&self, args: wire::CheckHealthArgs, progress: &Progress<'_>) -> ToolResult {
+        health::check_health(self, args, progress)
     }
 
     fn get_queue_status(&self, _args: wire::NoArgs) -> ToolResult {

@@ -4,8 +4,9 @@
 //! happens here: `exclude_contents` and `source_id` travel in the `RecallQuery` and the engine
 //! applies them before its count cut (the body says how many hits they removed, `excluded`).
 
+use cpersona_engine::trace::RecallTrace;
 use cpersona_engine::{CalibrateRequest, RecallQuery, RecallResult, ThresholdMethod};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::mcp::backend::{ToolError, ToolResult};
 use crate::mcp::engine::backend::EngineBackend;
@@ -16,34 +17,26 @@ use crate::mcp::wire;
 pub(crate) fn recall(backend: &EngineBackend, query: RecallQuery) -> ToolResult {
     let trace = query.trace;
     let result = backend.engine().recall(&query).map_err(engine_error)?;
-    let mut body = encode(&result.response)?;
     let dropped = result.filtered.total();
-    let Some(object) = body.as_object_mut() else {
-        return Err(ToolError::internal("recall response is not an object"));
-    };
-    if dropped > 0 {
-        object.insert("excluded".to_owned(), json!(dropped));
-    }
-    if let Some(advisory) = backend.advisory() {
-        object.insert("advisory".to_owned(), advisory);
-    }
-    if !result.advisories.is_empty() {
-        object.insert("notices".to_owned(), json!(result.advisories));
-    }
-    if trace {
-        let trace = trace_of(&result)?;
-        object.insert("trace".to_owned(), trace);
-    }
-    Ok(body)
+    encode(&wire::RecallBody {
+        response: &result.response,
+        excluded: (dropped > 0).then_some(dropped),
+        advisory: backend.advisory(),
+        notices: &result.advisories,
+        trace: if trace {
+            Some(trace_of(&result)?)
+        } else {
+            None
+        },
+    })
 }
 
 /// The engine's versioned recall trace (`cpersona_engine::trace`); it replays offline
 /// (`cpersona replay`).
-fn trace_of(result: &RecallResult) -> ToolResult {
-    let Some(trace) = result.trace() else {
-        return Err(ToolError::internal("recall ran without its trace capture"));
-    };
-    encode(&trace)
+fn trace_of(result: &RecallResult) -> Result<RecallTrace, ToolError> {
+    result
+        .trace()
+        .ok_or_else(|| ToolError::internal("recall ran without its trace capture"))
 }
 
 /// `recall`.
@@ -112,14 +105,22 @@ fn merge_context(body: &mut Value, context: &[wire::ContextEntry]) -> Result<(),
     let mut filter_only = std::collections::BTreeSet::new();
     for entry in context.iter().filter(|entry| !entry.content.is_empty()) {
         let source = match entry.role.as_str() {
-            "assistant" => json!({"type": "Agent", "id": "self"}),
+            "assistant" => wire::TurnSource {
+                kind: "Agent",
+                id: "self".to_owned(),
+                name: None,
+            },
             "user" => {
                 let name = entry.name.clone().unwrap_or_else(|| "User".to_owned());
                 let id = match entry.user_id.as_deref() {
                     Some(user_id) if !user_id.is_empty() => format!("discord:{user_id}"),
                     _ => format!("discord:{name}"),
                 };
-                json!({"type": "User", "id": id, "name": name})
+                wire::TurnSource {
+                    kind: "User",
+                    id,
+                    name: Some(name),
+                }
             }
             "" => {
                 filter_only.insert("(unset)".to_owned());
@@ -130,12 +131,12 @@ fn merge_context(body: &mut Value, context: &[wire::ContextEntry]) -> Result<(),
                 continue;
             }
         };
-        messages.push(json!({
-            "content": entry.content,
-            "source": source,
-            "timestamp": entry.timestamp.clone().unwrap_or_default(),
-            "context_type": "conversation",
-        }));
+        messages.push(encode(&wire::ConversationTurn {
+            content: entry.content.clone(),
+            source,
+            timestamp: entry.timestamp.clone().unwrap_or_default(),
+            context_type: "conversation",
+        })?);
     }
     // A stable sort: undated first (CPersona's anchor), then by instant.
     messages.sort_by_key(|message| {
@@ -146,11 +147,11 @@ fn merge_context(body: &mut Value, context: &[wire::ContextEntry]) -> Result<(),
     });
     object.insert("messages".to_owned(), Value::Array(messages));
     if !filter_only.is_empty() {
-        object.insert(
-            "context_filter_only".to_owned(),
-            json!({"roles": filter_only,
-                   "note": "entries with these roles filtered recall but are not shown in messages"}),
-        );
+        let filter_only = wire::ContextFilterOnly {
+            roles: filter_only.into_iter().collect(),
+            note: "entries with these roles filtered recall but are not shown in messages",
+        };
+        object.insert("context_filter_only".to_owned(), encode(&filter_only)?);
     }
     Ok(())
 }
@@ -201,17 +202,17 @@ pub(crate) fn calibrate_threshold(
         "agent"
     };
     let calibration = &outcome.calibration;
-    Ok(json!({
-        "ok": true,
-        "scope": scope,
-        "agent_id": outcome.agent_id,
-        "method": calibration.method,
-        "z_factor": args.z_factor,
-        "percentile": percentile,
-        "sampled_embeddings": calibration.sampled_rows,
-        "num_pairs": calibration.null_pairs,
-        "null_admit_rate": calibration.null_admit_rate,
-        "new_threshold": calibration.threshold,
-        "calibration": encode(calibration)?,
-    }))
+    encode(&wire::CalibrateAnswer {
+        ok: true,
+        scope,
+        agent_id: outcome.agent_id,
+        method: calibration.method,
+        z_factor: args.z_factor,
+        percentile,
+        sampled_embeddings: calibration.sampled_rows,
+        num_pairs: calibration.null_pairs,
+        null_admit_rate: calibration.null_admit_rate,
+        new_threshold: calibration.threshold,
+        calibration: calibration.clone(),
+    })
 }

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use crate::mcp::backend::{ToolError, ToolResult};
 use crate::mcp::engine::backend::EngineBackend;
-use crate::mcp::engine::convert::engine_error;
+use crate::mcp::engine::convert::{encode, engine_error};
 use crate::mcp::wire;
 
 /// `reconstruct`.
@@ -43,7 +43,7 @@ pub(crate) fn reconstruct(backend: &EngineBackend, args: wire::ReconstructArgs) 
         source_id: args.source_id,
         mode,
         now_ms: None,
-        wire_advisory: backend.advisory(),
+        wire_advisory: backend.advisory().map(|a| encode(&a)).transpose()?,
     };
     let result = backend
         .engine()

@@ -1,7 +1,8 @@
 //! Health tools: check_health, get_queue_status, check_update. Handlers only route.
 
 use rmcp::model::{CallToolResult, JsonObject};
-use rmcp::{tool, tool_router};
+use rmcp::service::RequestContext;
+use rmcp::{RoleServer, tool, tool_router};
 
 use crate::mcp::validate::input_schema;
 use crate::mcp::{McpServer, wire};
@@ -25,9 +26,15 @@ impl McpServer {
         input_schema = input_schema::<wire::CheckHealthArgs>(),
         annotations(read_only_hint = false, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
     )]
-    async fn check_health(&self, args: JsonObject) -> CallToolResult {
-        self.call("check_health", args, |b, a| b.check_health(a))
-            .await
+    async fn check_health(
+        &self,
+        args: JsonObject,
+        context: RequestContext<RoleServer>,
+    ) -> CallToolResult {
+        self.call_watched("check_health", args, &context, |b, a, p| {
+            b.check_health(a, p)
+        })
+        .await
     }
 
     #[tool(

@@ -2,7 +2,8 @@
 //! Handlers only route.
 
 use rmcp::model::{CallToolResult, JsonObject};
-use rmcp::{tool, tool_router};
+use rmcp::service::RequestContext;
+use rmcp::{RoleServer, tool, tool_router};
 
 use crate::mcp::validate::input_schema;
 use crate::mcp::{McpServer, wire};
@@ -31,9 +32,15 @@ impl McpServer {
         input_schema = input_schema::<wire::ExportArgs>(),
         annotations(read_only_hint = false, destructive_hint = true, idempotent_hint = true, open_world_hint = false)
     )]
-    async fn export_memories(&self, args: JsonObject) -> CallToolResult {
-        self.call("export_memories", args, |b, a| b.export_memories(a))
-            .await
+    async fn export_memories(
+        &self,
+        args: JsonObject,
+        context: RequestContext<RoleServer>,
+    ) -> CallToolResult {
+        self.call_watched("export_memories", args, &context, |b, a, p| {
+            b.export_memories(a, p)
+        })
+        .await
     }
 
     #[tool(
@@ -42,9 +49,15 @@ impl McpServer {
         input_schema = input_schema::<wire::ImportArgs>(),
         annotations(read_only_hint = false, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
     )]
-    async fn import_memories(&self, args: JsonObject) -> CallToolResult {
-        self.call("import_memories", args, |b, a| b.import_memories(a))
-            .await
+    async fn import_memories(
+        &self,
+        args: JsonObject,
+        context: RequestContext<RoleServer>,
+    ) -> CallToolResult {
+        self.call_watched("import_memories", args, &context, |b, a, p| {
+            b.import_memories(a, p)
+        })
+        .await
     }
 
     #[tool(
@@ -53,9 +66,15 @@ impl McpServer {
         input_schema = input_schema::<wire::MergeArgs>(),
         annotations(read_only_hint = false, destructive_hint = true, idempotent_hint = true, open_world_hint = false)
     )]
-    async fn merge_memories(&self, args: JsonObject) -> CallToolResult {
-        self.call("merge_memories", args, |b, a| b.merge_memories(a))
-            .await
+    async fn merge_memories(
+        &self,
+        args: JsonObject,
+        context: RequestContext<RoleServer>,
+    ) -> CallToolResult {
+        self.call_watched("merge_memories", args, &context, |b, a, p| {
+            b.merge_memories(a, p)
+        })
+        .await
     }
 
     #[tool(
