@@ -433,7 +433,7 @@ pub(crate) async fn act(
                 format!("the engine did not {action} mem:{id}: {said}"),
             ));
         }
-        Ok(Redirect::to(&format!("{detail}{}", query_string(&[]))).into_response())
+        Ok(Redirect::to(&detail).into_response())
     })
     .await
 }

@@ -378,12 +378,8 @@ pub(crate) fn score_picture(t: &RecallTrace) -> Markup {
                 .collect(),
         })
         .collect();
-    let threshold = t
-        .gate
-        .decisions
-        .is_empty()
-        .then_some(None)
-        .unwrap_or(Some(t.gate.threshold));
+    // A recall whose gate judged nothing (blank query, gate off) draws no threshold line.
+    let threshold = (!t.gate.decisions.is_empty()).then_some(t.gate.threshold);
     html! {
         details.picture open {
             summary { "Each arm's hits by cosine against the gate (filled: passed, hollow: cut)" }
