@@ -110,12 +110,43 @@ pub(crate) fn json_view(value: &Value) -> Markup {
         Value::Array(items) if items.iter().all(|v| !v.is_object() && !v.is_array()) => html! {
             (items.iter().map(super::text_of).collect::<Vec<_>>().join(", "))
         },
+        // A list of flat records (index segments, findings' rows) as one table.
+        Value::Array(items) if items.iter().all(is_flat_object) => {
+            let mut keys: Vec<&String> = Vec::new();
+            for item in items.iter().filter_map(Value::as_object) {
+                for key in item.keys() {
+                    if !keys.contains(&key) {
+                        keys.push(key);
+                    }
+                }
+            }
+            html! {
+                table {
+                    tr { @for key in &keys { th { (key) } } }
+                    @for item in items.iter().take(MAX_JSON_ROWS) {
+                        tr { @for key in &keys { td { (item.get(key.as_str()).map(super::text_of).unwrap_or_default()) } } }
+                    }
+                }
+                @if items.len() > MAX_JSON_ROWS { p.note { "… and " (items.len() - MAX_JSON_ROWS) " more" } }
+            }
+        }
         Value::Array(items) => html! {
-            ol.json { @for item in items { li { (json_view(item)) } } }
+            ol.json { @for item in items.iter().take(MAX_JSON_ROWS) { li { (json_view(item)) } } }
+            @if items.len() > MAX_JSON_ROWS { p.note { "… and " (items.len() - MAX_JSON_ROWS) " more" } }
         },
         Value::Null => html! { span.muted { "null" } },
         other => html! { (super::text_of(other)) },
     }
+}
+
+/// Items of a JSON list shown at most (a page stays light whatever a report holds).
+const MAX_JSON_ROWS: usize = 200;
+
+/// An object whose values are all scalars.
+fn is_flat_object(value: &Value) -> bool {
+    value
+        .as_object()
+        .is_some_and(|map| map.values().all(|v| !v.is_object() && !v.is_array()))
 }
 
 /// A row's `source` in one line: `type id (name)`.

@@ -83,6 +83,7 @@ impl Console {
             acl: security.acl.clone(),
             sessions: Sessions::default(),
             hosts: allowed_hosts(security, bound),
+            counts: pages::agents::CountCache::default(),
         });
         let authenticated = Router::new()
             .route("/console", get(pages::agents::index))
@@ -142,6 +143,8 @@ pub(crate) struct ConsoleState {
     sessions: Sessions,
     /// `Host` values accepted; `None`: the check is off (HTTP's rule).
     hosts: Option<Vec<String>>,
+    /// Agents' row counts, kept while the change log stands still.
+    counts: pages::agents::CountCache,
 }
 
 /// The state as handlers receive it.
@@ -287,7 +290,9 @@ async fn screen(State(state): State<Shared>, request: Request, next: Next) -> Re
         (header::CACHE_CONTROL, "no-store"),
         (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
         (header::X_FRAME_OPTIONS, "DENY"),
-        (header::REFERRER_POLICY, "no-referrer"),
+        // `same-origin`, not `no-referrer`: under `no-referrer` a browser sends `Origin: null`
+        // with the console's own forms, which the cross-site check must refuse.
+        (header::REFERRER_POLICY, "same-origin"),
         (
             header::CONTENT_SECURITY_POLICY,
             "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; \

@@ -6,6 +6,7 @@ use axum::http::{HeaderMap, HeaderValue};
 use super::csrf::{SMALL_FORM_BYTES, edit_form_bytes, same_origin};
 use super::host_name;
 use super::layout::{encode, query_string};
+use super::pages::agents::count_rows;
 use super::svg::{self, WEEK_MS, fmt, weekly};
 
 fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
@@ -114,4 +115,21 @@ fn numbers_and_query_strings_are_short_and_encoded() {
     assert_eq!(fmt(-0.0001), "0");
     assert_eq!(encode("a b/c&d"), "a%20b%2Fc%26d");
     assert_eq!(query_string(&[("q", "x y"), ("empty", "")]), "?q=x%20y");
+}
+
+#[test]
+fn counting_by_probing_finds_every_size() {
+    for n in [0usize, 1, 2, 3, 7, 8, 9, 500, 1023, 1024, 100_000] {
+        let mut probes = 0;
+        let counted = count_rows(|offset| {
+            probes += 1;
+            Ok(offset < n)
+        })
+        .unwrap();
+        assert_eq!(counted, n);
+        assert!(
+            probes <= 2 * (usize::BITS - n.leading_zeros()) as usize + 2,
+            "{n}: {probes}"
+        );
+    }
 }

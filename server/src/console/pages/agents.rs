@@ -8,7 +8,7 @@ use cpersona_engine::{ListEpisodesRequest, ListMemoriesRequest};
 use maud::html;
 use serde::Deserialize;
 
-use crate::console::layout::{clip, encode, page, query_string};
+use crate::console::layout::{Refusal, clip, encode, page, query_string};
 use crate::console::svg;
 use crate::console::{Caller, Shared, blocking, engine_refusal};
 
@@ -36,8 +36,8 @@ pub(crate) async fn index(
             if !caller.may(&state, "list_memories", &agent) {
                 continue;
             }
-            let stats = engine.store_stats(&agent).map_err(engine_refusal)?;
-            rows.push((agent, stats.memories, stats.episodes, stats.profiles));
+            let counts = state.counts.of(engine, &agent)?;
+            rows.push((agent, counts.memories, counts.episodes, counts.profile));
         }
         let body = html! {
             h1 { "Agents" }
@@ -52,7 +52,7 @@ pub(crate) async fn index(
                             td { a href=(base) { (agent) } }
                             td.num { a href=(format!("{base}/memories")) { (memories) } }
                             td.num { a href=(format!("{base}/episodes")) { (episodes) } }
-                            td.num { (if *profiles > 0 { "yes" } else { "—" }) }
+                            td.num { (if *profiles { "yes" } else { "—" }) }
                             td { a href=(format!("{base}/search")) { "search" } }
                         }
                     }
@@ -76,7 +76,7 @@ pub(crate) async fn agent(
     blocking(move || {
         caller.allow(&state, "list_memories", &agent)?;
         let engine = state.engine();
-        let stats = engine.store_stats(&agent).map_err(engine_refusal)?;
+        let stats = state.counts.of(engine, &agent)?;
         let mut created = Vec::new();
         let mut offset = 0;
         let mut cut = false;
@@ -222,4 +222,101 @@ pub(crate) async fn profile(
         Ok(page(&format!("Profile of {agent}"), Some(&caller), body))
     })
     .await
+}
+
+/// An agent's row counts, as the overview shows them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Counts {
+    pub(crate) memories: usize,
+    pub(crate) episodes: usize,
+    pub(crate) profile: bool,
+}
+
+/// Row counts per agent, kept until the change log moves. Counted through the listing
+/// calls (`list_memories`, `list_episodes`) by probing offsets ([`count_rows`]): the facade
+/// has no per-agent count but `store_stats`, which also runs SQLite's `quick_check` over the
+/// whole file (seconds per agent on a 100K-row store).
+#[derive(Default)]
+pub(crate) struct CountCache {
+    kept: std::sync::Mutex<std::collections::HashMap<String, (i64, Counts)>>,
+}
+
+impl CountCache {
+    /// `agent`'s counts, from the cache while the change-log head is the same.
+    pub(crate) fn of(
+        &self,
+        engine: &cpersona_engine::Engine,
+        agent: &str,
+    ) -> Result<Counts, Refusal> {
+        let head = engine.change_log_head().map_err(engine_refusal)?;
+        let lock = || {
+            self.kept
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+        };
+        if let Some((at, counts)) = lock().get(agent)
+            && *at == head
+        {
+            return Ok(*counts);
+        }
+        let memories = count_rows(|offset| {
+            let page = engine
+                .list_memories(&ListMemoriesRequest {
+                    agent_id: agent.to_owned(),
+                    limit: 1,
+                    offset,
+                    project_id: None,
+                })
+                .map_err(engine_refusal)?;
+            Ok(!page.memories.is_empty())
+        })?;
+        let episodes = count_rows(|offset| {
+            let page = engine
+                .list_episodes(&ListEpisodesRequest {
+                    agent_id: agent.to_owned(),
+                    limit: 1,
+                    offset,
+                    project_id: None,
+                })
+                .map_err(engine_refusal)?;
+            Ok(!page.episodes.is_empty())
+        })?;
+        let profile = !engine
+            .get_profile(agent)
+            .map_err(engine_refusal)?
+            .profile
+            .is_empty();
+        let counts = Counts {
+            memories,
+            episodes,
+            profile,
+        };
+        lock().insert(agent.to_owned(), (head, counts));
+        Ok(counts)
+    }
+}
+
+/// The rows of a listing, given whether a row exists at an offset: doubling, then halving,
+/// so about 2·log2(n) probes.
+pub(crate) fn count_rows(
+    mut exists: impl FnMut(usize) -> Result<bool, Refusal>,
+) -> Result<usize, Refusal> {
+    if !exists(0)? {
+        return Ok(0);
+    }
+    // `lo` holds a row, `hi` none.
+    let (mut lo, mut hi) = (0usize, 1usize);
+    while exists(hi)? {
+        lo = hi;
+        hi = hi.saturating_mul(2);
+    }
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        if exists(mid)? {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    Ok(lo + 1)
 }

@@ -52,6 +52,12 @@ def main():
         def body():
             return driver.find_element(By.TAG_NAME, "body").text
 
+        def submit(element):
+            # Click, then wait for the next page to replace this one.
+            old = driver.find_element(By.TAG_NAME, "html")
+            element.click()
+            wait.until(expected_conditions.staleness_of(old))
+
         def open_page(path, expect):
             driver.get(base + path)
             if expect not in body():
@@ -66,9 +72,9 @@ def main():
         shot("login")
         # A wrong token is refused; the right one logs in.
         driver.find_element(By.NAME, "token").send_keys("not-the-token-123456")
-        driver.find_element(By.CSS_SELECTOR, "form.login button").click()
+        submit(driver.find_element(By.CSS_SELECTOR, "form.login button"))
         if "not accepted" not in body():
-            fail("a wrong token was not refused")
+            fail("a wrong token was not refused:\n" + body()[:1500])
         driver.find_element(By.NAME, "token").send_keys(args.token)
         driver.find_element(By.CSS_SELECTOR, "form.login button").click()
         wait.until(expected_conditions.title_contains("Agents"))
@@ -82,11 +88,12 @@ def main():
             fail("no histogram bars")
         shot("agent")
         open_page(f"/console/agents/{agent}/memories", "blue kettle")
-        if "<b>" in body():
+        # Stored markup shows as text, never as an element.
+        if "<b>not markup</b>" not in body() or driver.find_elements(By.CSS_SELECTOR, "main td b"):
             fail("stored markup was not escaped")
         shot("memories")
         driver.find_element(By.NAME, "channel").send_keys("ops")
-        driver.find_element(By.CSS_SELECTOR, "form.filters button").click()
+        submit(driver.find_element(By.CSS_SELECTOR, "form.filters button"))
         if "number 3 " in body() or "number 4 " not in body():
             fail("the channel filter did not filter")
         open_page(f"/console/agents/{agent}/episodes", "a chat about kettles")
@@ -171,7 +178,7 @@ def main():
 
         # Log out: the session is gone.
         driver.get(base + "/console")
-        driver.find_element(By.CSS_SELECTOR, "form.logout button").click()
+        submit(driver.find_element(By.CSS_SELECTOR, "form.logout button"))
         driver.get(base + "/console")
         if not driver.find_elements(By.NAME, "token"):
             fail("logging out did not end the session")
