@@ -4,7 +4,9 @@
 
 Each page is loaded --runs times in headless Chromium (after one warm-up); it reports the
 median of the document's size in bytes, time to first byte (responseStart - requestStart),
-and time to first contentful paint, from the browser's own Navigation and Paint timings.
+time to first contentful paint (when headless Chromium reports one) and to the load event
+(page, stylesheet and script in, laid out), from the browser's own Navigation and Paint
+timings.
 """
 
 import argparse
@@ -36,7 +38,7 @@ def main():
         driver.find_element(By.CSS_SELECTOR, "form.login button").click()
         a = args.agent
         pages = ["/console", f"/console/agents/{a}", f"/console/agents/{a}/memories",
-                 f"/console/agents/{a}/memories?channel=ops&source=user7",
+                 f"/console/agents/{a}/memories?channel=ops&source=user8",
                  f"/console/agents/{a}/search?q={args.query.replace(' ', '+')}&limit=10",
                  "/console/health"]
         # The trace page of one search.
@@ -49,23 +51,25 @@ def main():
         pages.append(first[len(args.base):])
         report = []
         for page in pages:
-            sizes, ttfb, fcp = [], [], []
+            sizes, ttfb, fcp, load = [], [], [], []
             for run in range(args.runs + 1):
                 driver.get(args.base + page)
                 nav = driver.execute_script(
                     "const n = performance.getEntriesByType('navigation')[0];"
                     "const p = performance.getEntriesByName('first-contentful-paint')[0];"
                     "return [n.transferSize, n.decodedBodySize, n.responseStart - n.requestStart,"
-                    " p ? p.startTime - n.startTime : null];")
+                    " p ? p.startTime - n.startTime : null, n.loadEventEnd - n.startTime];")
                 if run == 0:
                     continue
                 sizes.append(nav[1])
+                load.append(nav[4])
                 ttfb.append(nav[2])
                 if nav[3] is not None:
                     fcp.append(nav[3])
             report.append({"page": page, "bytes": int(statistics.median(sizes)),
                            "ttfb_ms": round(statistics.median(ttfb), 1),
-                           "first_paint_ms": round(statistics.median(fcp), 1) if fcp else None})
+                           "first_paint_ms": round(statistics.median(fcp), 1) if fcp else None,
+                           "loaded_ms": round(statistics.median(load), 1)})
         for row in report:
             print(json.dumps(row))
     finally:
