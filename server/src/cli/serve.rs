@@ -65,7 +65,11 @@ pub(crate) fn run(config: Config, http_flag: Option<SocketAddr>) -> Result<(), R
         .with_unhonoured_settings(unhonoured),
     );
     // Over HTTP the console's pages ride along at `/console`, behind the same token.
-    let console = http_addr.map(|_| Console::new(Arc::clone(&backend), embedder));
+    let console = http_addr.map(|_| {
+        let console = Console::new(Arc::clone(&backend), embedder);
+        Box::new(move |security: &HttpSecurity, bound| console.router(security, bound))
+            as http::ConsoleMount
+    });
     let mut server = McpServer::new(backend);
     if let Some(acl) = acl {
         server = server.with_acl(acl);

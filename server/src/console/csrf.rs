@@ -11,15 +11,14 @@
 //! Bodies are read under a limit first ([`read_form`]): over it the answer is 413 with the
 //! limit named, and no field is looked at.
 
-use axum::body::Body;
+use axum::body::{Body, HttpBody};
 use axum::extract::{FromRequest, Request};
 use axum::http::{HeaderMap, StatusCode, header};
 use serde::de::DeserializeOwned;
 use subtle::ConstantTimeEq;
 
-use super::Caller;
 use super::layout::Refusal;
-use crate::transport::http::read_body;
+use super::session::Caller;
 
 /// The limit on an ordinary console form (login, lock, delete, search settings).
 pub(crate) const SMALL_FORM_BYTES: usize = 64 * 1024;
@@ -85,8 +84,12 @@ pub(crate) fn check_token(caller: &Caller, presented: &str) -> Result<(), Refusa
     Ok(())
 }
 
-/// The request's body, at most `limit` bytes: 413 past it (by `Content-Length` before
-/// reading, else while reading).
+/// Bytes of a refused body read and dropped before answering, so that a client still
+/// sending gets the 413 rather than a reset connection; past it the connection is closed.
+const DRAIN_BYTES: usize = 16 * 1024 * 1024;
+
+/// The request's body, at most `limit` bytes: 413 past it (the rest is read and dropped up
+/// to [`DRAIN_BYTES`], see there).
 pub(crate) async fn read_limited(
     request: Request,
     limit: usize,
@@ -106,19 +109,35 @@ pub(crate) async fn read_limited(
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<usize>().ok());
-    if declared.is_some_and(|n| n > limit) {
+    if declared.is_some_and(|n| n > DRAIN_BYTES) {
         return Err(too_large());
     }
     let (parts, body) = request.into_parts();
-    match read_body(body, limit).await {
-        Ok(Some(bytes)) => Ok((parts, bytes)),
-        Ok(None) => Err(too_large()),
-        Err(err) => Err(Refusal::new(
-            StatusCode::BAD_REQUEST,
-            "Unreadable request",
-            format!("the body could not be read: {err}"),
-        )),
+    let mut body = std::pin::pin!(body);
+    let mut collected = Vec::new();
+    let mut seen = 0usize;
+    while let Some(frame) = std::future::poll_fn(|cx| body.as_mut().poll_frame(cx)).await {
+        let frame = frame.map_err(|err| {
+            Refusal::new(
+                StatusCode::BAD_REQUEST,
+                "Unreadable request",
+                format!("the body could not be read: {err}"),
+            )
+        })?;
+        if let Ok(data) = frame.into_data() {
+            seen = seen.saturating_add(data.len());
+            if seen > DRAIN_BYTES {
+                return Err(too_large());
+            }
+            if seen <= limit {
+                collected.extend_from_slice(&data);
+            }
+        }
     }
+    if seen > limit {
+        return Err(too_large());
+    }
+    Ok((parts, collected))
 }
 
 /// A urlencoded form of at most `limit` bytes, decoded into `T`.

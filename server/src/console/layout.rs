@@ -8,8 +8,6 @@ use axum::response::{IntoResponse, Response};
 use maud::{DOCTYPE, Markup, html};
 use serde_json::Value;
 
-use super::Caller;
-
 /// A page answering why nothing was done: status, a title and a sentence.
 #[derive(Debug)]
 pub(crate) struct Refusal {
@@ -55,8 +53,16 @@ impl IntoResponse for Refusal {
     }
 }
 
+/// What the shell shows of who is logged in (`session::Caller::nav`).
+pub(crate) struct Nav<'a> {
+    /// The session's CSRF token, for the log-out form.
+    pub(crate) csrf: &'a str,
+    /// Whether to offer the log-out form (a bearer request has no session to end).
+    pub(crate) logout: bool,
+}
+
 /// A whole page: `title`, the navigation when someone is logged in, then `body`.
-pub(crate) fn page(title: &str, caller: Option<&Caller>, body: Markup) -> Markup {
+pub(crate) fn page(title: &str, nav: Option<Nav<'_>>, body: Markup) -> Markup {
     html! {
         (DOCTYPE)
         html lang="en" {
@@ -70,15 +76,15 @@ pub(crate) fn page(title: &str, caller: Option<&Caller>, body: Markup) -> Markup
             body {
                 header {
                     a.brand href="/console" { "cpersona" }
-                    @if let Some(caller) = caller {
+                    @if let Some(nav) = nav {
                         nav {
                             a href="/console" { "Agents" }
                             a href="/console/trace" { "Open a trace" }
                             a href="/console/health" { "Health" }
                         }
-                        @if !caller.bearer {
+                        @if nav.logout {
                             form.logout method="post" action="/console/logout" {
-                                input type="hidden" name="csrf" value=(caller.csrf());
+                                input type="hidden" name="csrf" value=(nav.csrf);
                                 button type="submit" { "Log out" }
                             }
                         }
@@ -91,8 +97,31 @@ pub(crate) fn page(title: &str, caller: Option<&Caller>, body: Markup) -> Markup
 }
 
 /// The hidden CSRF field every POST form carries.
-pub(crate) fn csrf_field(caller: &Caller) -> Markup {
-    html! { input type="hidden" name="csrf" value=(caller.csrf()); }
+pub(crate) fn csrf_field(csrf: &str) -> Markup {
+    html! { input type="hidden" name="csrf" value=(csrf); }
+}
+
+/// A JSON value as display text: strings bare, the rest as JSON.
+pub(crate) fn text_of(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
+/// An engine failure as a refusal: the caller's fault said as is (400), ours logged (500).
+pub(crate) fn engine_refusal(err: cpersona_engine::Error) -> Refusal {
+    if err.is_user_error() {
+        Refusal::new(StatusCode::BAD_REQUEST, "Refused", err.to_string())
+    } else {
+        tracing::error!(%err, "console: engine failure");
+        Refusal::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "Internal error",
+            format!("the engine failed: {err}"),
+        )
+    }
 }
 
 /// A JSON value as nested tables (objects) and lists (arrays); strings are escaped text.
@@ -108,7 +137,7 @@ pub(crate) fn json_view(value: &Value) -> Markup {
         },
         Value::Array(items) if items.is_empty() => html! { span.muted { "none" } },
         Value::Array(items) if items.iter().all(|v| !v.is_object() && !v.is_array()) => html! {
-            (items.iter().map(super::text_of).collect::<Vec<_>>().join(", "))
+            (items.iter().map(text_of).collect::<Vec<_>>().join(", "))
         },
         // A list of flat records (index segments, findings' rows) as one table.
         Value::Array(items) if items.iter().all(is_flat_object) => {
@@ -124,7 +153,7 @@ pub(crate) fn json_view(value: &Value) -> Markup {
                 table {
                     tr { @for key in &keys { th { (key) } } }
                     @for item in items.iter().take(MAX_JSON_ROWS) {
-                        tr { @for key in &keys { td { (item.get(key.as_str()).map(super::text_of).unwrap_or_default()) } } }
+                        tr { @for key in &keys { td { (item.get(key.as_str()).map(text_of).unwrap_or_default()) } } }
                     }
                 }
                 @if items.len() > MAX_JSON_ROWS { p.note { "… and " (items.len() - MAX_JSON_ROWS) " more" } }
@@ -135,7 +164,7 @@ pub(crate) fn json_view(value: &Value) -> Markup {
             @if items.len() > MAX_JSON_ROWS { p.note { "… and " (items.len() - MAX_JSON_ROWS) " more" } }
         },
         Value::Null => html! { span.muted { "null" } },
-        other => html! { (super::text_of(other)) },
+        other => html! { (text_of(other)) },
     }
 }
 
@@ -154,11 +183,11 @@ pub(crate) fn source_line(source: &Value) -> String {
     match source {
         Value::Object(map) => ["type", "id", "name"]
             .iter()
-            .filter_map(|k| map.get(*k).map(super::text_of))
+            .filter_map(|k| map.get(*k).map(text_of))
             .filter(|s| !s.is_empty())
             .collect::<Vec<_>>()
             .join(" · "),
-        other => super::text_of(other),
+        other => text_of(other),
     }
 }
 

@@ -42,23 +42,24 @@ use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
-use cpersona_engine::Engine;
 use cpersona_engine::embed::Embedder;
-use serde_json::{Map, Value, json};
 
-use crate::access::{self, Acl, Decision, Principal};
 use crate::mcp::engine::EngineBackend;
 use crate::transport::http::{Gate, HttpSecurity, allowed_hosts, presented_bearer};
 
-use self::session::{Session, Sessions};
+use self::layout::Refusal;
+use self::session::{Caller, Session, Sessions};
+use self::state::{ConsoleState, Shared};
 
+// Layered bottom first; a file imports only the ones above it in this list.
+mod counts;
 mod csrf;
 mod layout;
+mod login;
 mod pages;
 mod session;
+mod state;
 mod svg;
-
-pub(crate) use self::layout::Refusal;
 
 /// The console over one engine: what `cpersona console` and `serve --http` mount.
 pub struct Console {
@@ -83,7 +84,7 @@ impl Console {
             acl: security.acl.clone(),
             sessions: Sessions::default(),
             hosts: allowed_hosts(security, bound),
-            counts: pages::agents::CountCache::default(),
+            counts: counts::CountCache::default(),
         });
         let authenticated = Router::new()
             .route("/console", get(pages::agents::index))
@@ -116,7 +117,7 @@ impl Console {
             .route("/console/trace/{id}", get(pages::trace::view))
             .route("/console/trace/{id}/json", get(pages::trace::download))
             .route("/console/health", get(pages::health::health))
-            .route("/console/logout", post(session::logout))
+            .route("/console/logout", post(login::logout))
             .layer(middleware::from_fn_with_state(
                 Arc::clone(&state),
                 authenticate,
@@ -124,97 +125,12 @@ impl Console {
         Router::new()
             .merge(authenticated)
             .route("/console/", get(|| async { Redirect::to("/console") }))
-            .route(
-                "/console/login",
-                get(session::login_form).post(session::login),
-            )
+            .route("/console/login", get(login::login_form).post(login::login))
             .route("/console/static/{file}", get(layout::static_file))
             .layer(middleware::from_fn_with_state(Arc::clone(&state), screen))
             .with_state(state)
     }
 }
-
-/// What every handler shares.
-pub(crate) struct ConsoleState {
-    backend: Arc<EngineBackend>,
-    embedder: Arc<dyn Embedder>,
-    gate: Gate,
-    acl: Option<Arc<Acl>>,
-    sessions: Sessions,
-    /// `Host` values accepted; `None`: the check is off (HTTP's rule).
-    hosts: Option<Vec<String>>,
-    /// Agents' row counts, kept while the change log stands still.
-    counts: pages::agents::CountCache,
-}
-
-/// The state as handlers receive it.
-pub(crate) type Shared = Arc<ConsoleState>;
-
-impl ConsoleState {
-    fn engine(&self) -> &Engine {
-        self.backend.engine()
-    }
-}
-
-/// Who is asking: a browser session (cookie) or a bearer-token request.
-#[derive(Clone)]
-pub(crate) struct Caller {
-    session: Arc<Session>,
-    /// True for `Authorization: Bearer`: a browser never attaches that header by itself, so
-    /// such a request cannot be forged cross-site and needs no CSRF token.
-    bearer: bool,
-}
-
-impl Caller {
-    fn principal(&self) -> Option<&Principal> {
-        self.session.principal.as_ref()
-    }
-
-    /// The CSRF token this caller's forms carry.
-    pub(crate) fn csrf(&self) -> &str {
-        &self.session.csrf
-    }
-
-    /// Whether `tool` on `agent` is allowed by the caller's grants (always, outside ACL
-    /// mode); a refusal names the client, the agent and the grant missing.
-    pub(crate) fn allow(
-        &self,
-        state: &ConsoleState,
-        tool: &str,
-        agent: &str,
-    ) -> Result<(), Refusal> {
-        let Some(acl) = &state.acl else {
-            return Ok(());
-        };
-        let mut args = Map::new();
-        if !agent.is_empty() {
-            args.insert("agent_id".to_owned(), json!(agent));
-        }
-        match access::decide(acl, self.principal(), tool, &mut args) {
-            Decision::Allow { .. } => Ok(()),
-            Decision::Deny(denial) => Err(Refusal::new(
-                StatusCode::FORBIDDEN,
-                "Not allowed",
-                format!(
-                    "client {:?} has no {} grant on agent {:?} (this page runs as `{}`): {}",
-                    denial.client_id,
-                    denial.required.map_or("", |p| p.as_str()),
-                    denial.agent_id.as_deref().unwrap_or(agent),
-                    tool,
-                    denial.detail
-                ),
-            )),
-        }
-    }
-
-    /// Whether `tool` on `agent` would be allowed, for hiding what the caller cannot see.
-    pub(crate) fn may(&self, state: &ConsoleState, tool: &str, agent: &str) -> bool {
-        self.allow(state, tool, agent).is_ok()
-    }
-}
-
-/// The name of the session cookie.
-const COOKIE: &str = "cpersona_console";
 
 /// Admits a request by bearer token or session cookie (or opens a session when
 /// unauthenticated HTTP was asked for); anything else gets the login page with 401.
@@ -243,7 +159,7 @@ async fn authenticate(State(state): State<Shared>, mut request: Request, next: N
     };
     let Some(caller) = caller else {
         tracing::debug!(path = %request.uri().path(), "console: no valid session or token");
-        return session::login_page(
+        return login::login_page(
             StatusCode::UNAUTHORIZED,
             "Log in with the server's token to use the console.",
         );
@@ -310,52 +226,6 @@ fn host_name(host: &str) -> &str {
         return rest.split(']').next().unwrap_or("");
     }
     host.rsplit_once(':').map_or(host, |(name, _)| name)
-}
-
-/// Runs `work` (engine calls block) off the async threads and answers with its page or its
-/// refusal.
-pub(crate) async fn blocking<R: IntoResponse>(
-    work: impl FnOnce() -> Result<R, Refusal> + Send + 'static,
-) -> Response
-where
-    R: Send + 'static,
-{
-    match tokio::task::spawn_blocking(work).await {
-        Ok(Ok(page)) => page.into_response(),
-        Ok(Err(refusal)) => refusal.into_response(),
-        Err(err) => {
-            tracing::error!(%err, "console page panicked");
-            Refusal::new(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "Internal error",
-                "the page failed; the server log has the details",
-            )
-            .into_response()
-        }
-    }
-}
-
-/// An engine failure as a refusal: the caller's fault said as is (400), ours logged (500).
-pub(crate) fn engine_refusal(err: cpersona_engine::Error) -> Refusal {
-    if err.is_user_error() {
-        Refusal::new(StatusCode::BAD_REQUEST, "Refused", err.to_string())
-    } else {
-        tracing::error!(%err, "console: engine failure");
-        Refusal::new(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "Internal error",
-            format!("the engine failed: {err}"),
-        )
-    }
-}
-
-/// A JSON value as display text: strings bare, the rest as JSON.
-pub(crate) fn text_of(value: &Value) -> String {
-    match value {
-        Value::String(s) => s.clone(),
-        Value::Null => String::new(),
-        other => other.to_string(),
-    }
 }
 
 #[cfg(test)]

@@ -3,10 +3,10 @@
 
 use axum::http::{HeaderMap, HeaderValue};
 
+use super::counts::count_rows;
 use super::csrf::{SMALL_FORM_BYTES, edit_form_bytes, same_origin};
 use super::host_name;
 use super::layout::{encode, query_string};
-use super::pages::agents::count_rows;
 use super::svg::{self, WEEK_MS, fmt, weekly};
 
 fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {

@@ -148,8 +148,7 @@ pub fn router(server: McpServer, security: &HttpSecurity, bound: SocketAddr) -> 
 
 /// The `Host` values a request may name (DNS rebinding): the loopback names, the bound
 /// address when it is a specific one, and `CPERSONA_HTTP_ALLOWED_HOSTS`; `None` when bound to
-/// every interface with no list (the check is off). The console (`crate::console`) applies
-/// the same list.
+/// every interface with no list (the check is off). The console applies the same list.
 pub(crate) fn allowed_hosts(security: &HttpSecurity, bound: SocketAddr) -> Option<Vec<String>> {
     if bound.ip().is_unspecified() && security.extra_allowed_hosts.is_empty() {
         return None;
@@ -162,7 +161,7 @@ pub(crate) fn allowed_hosts(security: &HttpSecurity, bound: SocketAddr) -> Optio
     Some(hosts)
 }
 
-/// Who may pass the bearer check; the console (`crate::console`) admits by the same rule.
+/// Who may pass the bearer check; the console admits by the same rule.
 pub(crate) enum Gate {
     /// Unauthenticated HTTP, explicitly allowed.
     Open,
@@ -259,8 +258,7 @@ fn says_json(headers: &HeaderMap) -> bool {
 }
 
 /// The body, or why it could not be read: over `limit` bytes (`Ok(None)`), or a read error.
-/// The console reads its forms through it too.
-pub(crate) async fn read_body(body: Body, limit: usize) -> Result<Option<Vec<u8>>, String> {
+async fn read_body(body: Body, limit: usize) -> Result<Option<Vec<u8>>, String> {
     let mut body = std::pin::pin!(body);
     let mut collected = Vec::new();
     while let Some(frame) = std::future::poll_fn(|cx| body.as_mut().poll_frame(cx)).await {
@@ -346,6 +344,10 @@ async fn screen_body(
         .into_response()
 }
 
+/// The console's routes for a listener on the given address (the console's router), handed in by
+/// the CLI so that this transport does not depend on the console.
+pub type ConsoleMount = Box<dyn FnOnce(&HttpSecurity, SocketAddr) -> Router + Send>;
+
 /// Bind `addr` and serve until Ctrl-C / SIGTERM; with `console`, its pages at `/console`
 /// beside `/mcp` (outside `/mcp`'s CORS and bearer layers: the console has its own login,
 /// same-origin only).
@@ -353,7 +355,7 @@ pub async fn serve(
     server: McpServer,
     security: HttpSecurity,
     addr: SocketAddr,
-    console: Option<crate::console::Console>,
+    console: Option<ConsoleMount>,
 ) -> anyhow::Result<()> {
     let listener = tokio::net::TcpListener::bind(addr)
         .await
@@ -361,7 +363,7 @@ pub async fn serve(
     let bound = listener.local_addr()?;
     let mut app = router(server, &security, bound);
     if let Some(console) = console {
-        app = app.merge(console.router(&security, bound));
+        app = app.merge(console(&security, bound));
         tracing::info!(%bound, "console at http://{bound}/console");
     }
     tracing::info!(%bound, "serving MCP over streamable HTTP at http://{bound}/mcp");

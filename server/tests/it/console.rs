@@ -361,6 +361,9 @@ fn every_page_answers_with_a_session_and_the_login_page_without() {
     assert_eq!(status, 401);
 }
 
+/// A refused post: what it is, where it goes, its headers, its fields, the status owed.
+type Forged<'a> = (&'a str, String, Vec<(&'a str, &'a str)>, &'a str, u16);
+
 #[test]
 fn forged_cross_site_and_oversized_posts_are_refused_and_write_nothing() {
     let dir = tempfile::tempdir().unwrap();
@@ -376,7 +379,7 @@ fn forged_cross_site_and_oversized_posts_are_refused_and_write_nothing() {
     let before = all_memories(dir.path());
     let host = base.trim_start_matches("http://");
     let same_origin = format!("http://{host}");
-    let cases: Vec<(&str, String, Vec<(&str, &str)>, &str, u16)> = vec![
+    let cases: Vec<Forged> = vec![
         (
             "no CSRF token",
             format!("{detail}/edit"),

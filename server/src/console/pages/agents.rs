@@ -4,21 +4,18 @@
 use axum::Extension;
 use axum::extract::{Path, Query, State};
 use axum::response::Response;
-use cpersona_engine::{ListEpisodesRequest, ListMemoriesRequest};
+use cpersona_engine::ListEpisodesRequest;
 use maud::html;
 use serde::Deserialize;
 
-use crate::console::layout::{Refusal, clip, encode, page, query_string};
+use crate::console::counts::HISTOGRAM_ROWS;
+use crate::console::layout::{clip, encode, engine_refusal, page, query_string};
+use crate::console::session::Caller;
+use crate::console::state::{Shared, blocking};
 use crate::console::svg;
-use crate::console::{Caller, Shared, blocking, engine_refusal};
 
 /// Agents listed at most on the overview.
 const MAX_AGENTS: usize = 1000;
-/// Memories read (newest first) for an agent's histogram: a bound that keeps the page fast on
-/// a large store; the page says when it cut.
-pub(crate) const HISTOGRAM_ROWS: usize = 20_000;
-/// Rows per engine page while reading for the histogram (the engine's own cap).
-const SCAN_PAGE: usize = 500;
 /// Episodes per console page.
 const EPISODES_PAGE: usize = 50;
 
@@ -33,7 +30,7 @@ pub(crate) async fn index(
         let listed = agents.len();
         let mut rows = Vec::new();
         for agent in agents {
-            if !caller.may(&state, "list_memories", &agent) {
+            if !state.may(&caller, "list_memories", &agent) {
                 continue;
             }
             let counts = state.counts.of(engine, &agent)?;
@@ -62,7 +59,7 @@ pub(crate) async fn index(
                 p.note { "Only the first " (MAX_AGENTS) " agents (by name) are listed." }
             }
         };
-        Ok(page("Agents", Some(&caller), body))
+        Ok(page("Agents", Some(caller.nav()), body))
     })
     .await
 }
@@ -74,37 +71,10 @@ pub(crate) async fn agent(
     Path(agent): Path<String>,
 ) -> Response {
     blocking(move || {
-        caller.allow(&state, "list_memories", &agent)?;
+        state.allow(&caller, "list_memories", &agent)?;
         let engine = state.engine();
         let stats = state.counts.of(engine, &agent)?;
-        let mut created = Vec::new();
-        let mut offset = 0;
-        let mut cut = false;
-        loop {
-            let listed = engine
-                .list_memories(&ListMemoriesRequest {
-                    agent_id: agent.clone(),
-                    limit: SCAN_PAGE,
-                    offset,
-                    project_id: None,
-                })
-                .map_err(engine_refusal)?;
-            created.extend(
-                listed
-                    .memories
-                    .iter()
-                    .filter_map(|m| cpersona_engine::time::parse_iso8601_ms(&m.created_at).ok()),
-            );
-            match listed.next_offset {
-                Some(next) if created.len() < HISTOGRAM_ROWS => offset = next,
-                Some(_) => {
-                    cut = true;
-                    break;
-                }
-                None => break,
-            }
-        }
-        let weeks = svg::weekly(&created);
+        let (weeks, read, cut) = state.counts.weeks_of(engine, &agent)?;
         let base = format!("/console/agents/{}", encode(&agent));
         let body = html! {
             h1 { "Agent " (agent) }
@@ -120,12 +90,12 @@ pub(crate) async fn agent(
             } @else {
                 (svg::histogram(&weeks, &format!("memories of {agent} per week")))
                 @if cut {
-                    p.note { "Drawn from the newest " (created.len()) " memories (the histogram reads at most "
+                    p.note { "Drawn from the newest " (read) " memories (the histogram reads at most "
                         (HISTOGRAM_ROWS) ")." }
                 }
             }
         };
-        Ok(page(&format!("Agent {agent}"), Some(&caller), body))
+        Ok(page(&format!("Agent {agent}"), Some(caller.nav()), body))
     })
     .await
 }
@@ -147,7 +117,7 @@ pub(crate) async fn episodes(
     Query(query): Query<EpisodesQuery>,
 ) -> Response {
     blocking(move || {
-        caller.allow(&state, "list_episodes", &agent)?;
+        state.allow(&caller, "list_episodes", &agent)?;
         let offset = query.offset.unwrap_or(0);
         let project = query.project.clone().filter(|p| !p.is_empty());
         let listed = state
@@ -193,7 +163,7 @@ pub(crate) async fn episodes(
                 }
             }
         };
-        Ok(page(&format!("Episodes of {agent}"), Some(&caller), body))
+        Ok(page(&format!("Episodes of {agent}"), Some(caller.nav()), body))
     })
     .await
 }
@@ -205,7 +175,7 @@ pub(crate) async fn profile(
     Path(agent): Path<String>,
 ) -> Response {
     blocking(move || {
-        caller.allow(&state, "get_profile", &agent)?;
+        state.allow(&caller, "get_profile", &agent)?;
         let profile = state
             .engine()
             .get_profile(&agent)
@@ -219,104 +189,11 @@ pub(crate) async fn profile(
                 pre.content { (profile) }
             }
         };
-        Ok(page(&format!("Profile of {agent}"), Some(&caller), body))
+        Ok(page(
+            &format!("Profile of {agent}"),
+            Some(caller.nav()),
+            body,
+        ))
     })
     .await
-}
-
-/// An agent's row counts, as the overview shows them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Counts {
-    pub(crate) memories: usize,
-    pub(crate) episodes: usize,
-    pub(crate) profile: bool,
-}
-
-/// Row counts per agent, kept until the change log moves. Counted through the listing
-/// calls (`list_memories`, `list_episodes`) by probing offsets ([`count_rows`]): the facade
-/// has no per-agent count but `store_stats`, which also runs SQLite's `quick_check` over the
-/// whole file (seconds per agent on a 100K-row store).
-#[derive(Default)]
-pub(crate) struct CountCache {
-    kept: std::sync::Mutex<std::collections::HashMap<String, (i64, Counts)>>,
-}
-
-impl CountCache {
-    /// `agent`'s counts, from the cache while the change-log head is the same.
-    pub(crate) fn of(
-        &self,
-        engine: &cpersona_engine::Engine,
-        agent: &str,
-    ) -> Result<Counts, Refusal> {
-        let head = engine.change_log_head().map_err(engine_refusal)?;
-        let lock = || {
-            self.kept
-                .lock()
-                .unwrap_or_else(|poisoned| poisoned.into_inner())
-        };
-        if let Some((at, counts)) = lock().get(agent)
-            && *at == head
-        {
-            return Ok(*counts);
-        }
-        let memories = count_rows(|offset| {
-            let page = engine
-                .list_memories(&ListMemoriesRequest {
-                    agent_id: agent.to_owned(),
-                    limit: 1,
-                    offset,
-                    project_id: None,
-                })
-                .map_err(engine_refusal)?;
-            Ok(!page.memories.is_empty())
-        })?;
-        let episodes = count_rows(|offset| {
-            let page = engine
-                .list_episodes(&ListEpisodesRequest {
-                    agent_id: agent.to_owned(),
-                    limit: 1,
-                    offset,
-                    project_id: None,
-                })
-                .map_err(engine_refusal)?;
-            Ok(!page.episodes.is_empty())
-        })?;
-        let profile = !engine
-            .get_profile(agent)
-            .map_err(engine_refusal)?
-            .profile
-            .is_empty();
-        let counts = Counts {
-            memories,
-            episodes,
-            profile,
-        };
-        lock().insert(agent.to_owned(), (head, counts));
-        Ok(counts)
-    }
-}
-
-/// The rows of a listing, given whether a row exists at an offset: doubling, then halving,
-/// so about 2·log2(n) probes.
-pub(crate) fn count_rows(
-    mut exists: impl FnMut(usize) -> Result<bool, Refusal>,
-) -> Result<usize, Refusal> {
-    if !exists(0)? {
-        return Ok(0);
-    }
-    // `lo` holds a row, `hi` none.
-    let (mut lo, mut hi) = (0usize, 1usize);
-    while exists(hi)? {
-        lo = hi;
-        hi = hi.saturating_mul(2);
-    }
-    while hi - lo > 1 {
-        let mid = lo + (hi - lo) / 2;
-        if exists(mid)? {
-            lo = mid;
-        } else {
-            hi = mid;
-        }
-    }
-    Ok(lo + 1)
 }

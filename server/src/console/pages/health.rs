@@ -10,7 +10,9 @@ use maud::html;
 use serde_json::Value;
 
 use crate::console::layout::{Refusal, json_view, page};
-use crate::console::{Caller, Shared, blocking, engine_refusal, text_of};
+use crate::console::layout::{engine_refusal, text_of};
+use crate::console::session::Caller;
+use crate::console::state::{Shared, blocking};
 use crate::mcp::engine::health::check_health;
 use crate::mcp::wire;
 
@@ -20,7 +22,7 @@ pub(crate) async fn health(
     Extension(caller): Extension<Caller>,
 ) -> Response {
     blocking(move || {
-        caller.allow(&state, "check_health", "")?;
+        state.allow(&caller, "check_health", "")?;
         let report = check_health(
             &state.backend,
             wire::CheckHealthArgs {
@@ -63,7 +65,7 @@ pub(crate) async fn health(
             h2 { "Store" }
             (json_view(&report["stats"]))
         };
-        Ok(page("Health", Some(&caller), body))
+        Ok(page("Health", Some(caller.nav()), body))
     })
     .await
 }

@@ -18,8 +18,11 @@ use serde::Deserialize;
 use serde_json::json;
 
 use crate::console::csrf::{self, SMALL_FORM_BYTES, edit_form_bytes};
-use crate::console::layout::{Refusal, clip, csrf_field, encode, page, query_string, source_line};
-use crate::console::{Caller, Shared, blocking, engine_refusal};
+use crate::console::layout::{
+    Refusal, clip, csrf_field, encode, engine_refusal, page, query_string, source_line,
+};
+use crate::console::session::Caller;
+use crate::console::state::{Shared, blocking};
 
 /// Rows shown per page.
 const PAGE_ROWS: usize = 50;
@@ -79,7 +82,7 @@ pub(crate) async fn list(
     Query(q): Query<ListQuery>,
 ) -> Response {
     blocking(move || {
-        caller.allow(&state, "list_memories", &agent)?;
+        state.allow(&caller, "list_memories", &agent)?;
         let after = when("after", &q.after)?;
         let before = when("before", &q.before)?;
         let start = q.offset.unwrap_or(0);
@@ -176,7 +179,7 @@ pub(crate) async fn list(
                 p.note { "This page read " (LIST_SCAN_ROWS) " rows without filling; \"older\" reads on." }
             }
         };
-        Ok(page(&format!("Memories of {agent}"), Some(&caller), body))
+        Ok(page(&format!("Memories of {agent}"), Some(caller.nav()), body))
     })
     .await
 }
@@ -236,7 +239,7 @@ pub(crate) async fn detail(
     Query(q): Query<DetailQuery>,
 ) -> Response {
     blocking(move || {
-        caller.allow(&state, "get_contents", &agent)?;
+        state.allow(&caller, "get_contents", &agent)?;
         let engine = state.engine();
         let contents = engine
             .get_contents(&agent, None, None, &[json!({"ref": format!("mem:{id}")})])
@@ -260,7 +263,7 @@ pub(crate) async fn detail(
             }
         });
         let base = format!("/console/agents/{}/memories/{id}", encode(&agent));
-        let write = caller.may(&state, "update_memory", &agent);
+        let write = state.may(&caller, "update_memory", &agent);
         let locked = listing.as_ref().map(|m| m.locked);
         let body = html! {
             h1 { "mem:" (id) " of " a href=(format!("/console/agents/{}", encode(&agent))) { (agent) } }
@@ -282,23 +285,23 @@ pub(crate) async fn detail(
             @if write {
                 h2 { "Correct it" }
                 form method="post" action=(format!("{base}/edit")) {
-                    (csrf_field(&caller))
+                    (csrf_field(caller.csrf()))
                     textarea name="content" { (item.content) }
                     button type="submit" { "Save the new text" }
                 }
                 @if locked != Some(true) {
                     form.inline method="post" action=(format!("{base}/lock")) {
-                        (csrf_field(&caller)) button type="submit" { "Lock" }
+                        (csrf_field(caller.csrf())) button type="submit" { "Lock" }
                     }
                 }
                 @if locked != Some(false) {
                     form.inline method="post" action=(format!("{base}/unlock")) {
-                        (csrf_field(&caller)) button type="submit" { "Unlock" }
+                        (csrf_field(caller.csrf())) button type="submit" { "Unlock" }
                     }
                 }
                 form.inline method="post" action=(format!("{base}/delete"))
                     data-confirm=(format!("Delete mem:{id} of {agent}? This cannot be undone.")) {
-                    (csrf_field(&caller))
+                    (csrf_field(caller.csrf()))
                     label { span { input type="checkbox" name="confirm" value="yes"; " I mean to delete this memory" } }
                     button.danger type="submit" { "Delete" }
                 }
@@ -333,7 +336,7 @@ pub(crate) async fn detail(
                 }
             }
         };
-        Ok(page(&format!("mem:{id}"), Some(&caller), body))
+        Ok(page(&format!("mem:{id}"), Some(caller.nav()), body))
     })
     .await
 }
@@ -376,7 +379,7 @@ pub(crate) async fn act(
         return refusal.into_response();
     }
     blocking(move || {
-        caller.allow(&state, tool, &agent)?;
+        state.allow(&caller, tool, &agent)?;
         let engine = state.engine();
         let target = MemoryIdRequest {
             memory_id: id,
@@ -420,7 +423,7 @@ pub(crate) async fn act(
                         h1 { "Deleted mem:" (id) }
                         p { "The memory is gone from " (agent) "'s store. " a href=(list) { "Back to the memories" } }
                     };
-                    return Ok(page("Deleted", Some(&caller), body).into_response());
+                    return Ok(page("Deleted", Some(caller.nav()), body).into_response());
                 }
                 (out.ok, serde_json::to_value(&out))
             }

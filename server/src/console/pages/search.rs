@@ -13,9 +13,11 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::console::layout::{Refusal, encode, json_view, page};
+use crate::console::layout::{engine_refusal, text_of};
 use crate::console::pages::trace::{score_picture, why};
+use crate::console::session::Caller;
+use crate::console::state::{Shared, blocking};
 use crate::console::svg::fmt;
-use crate::console::{Caller, Shared, blocking, engine_refusal, text_of};
 use crate::mcp::engine::convert::{RecallCommon, engine_cue, recall_query};
 use crate::mcp::wire;
 
@@ -84,11 +86,11 @@ pub(crate) async fn search(
     Query(q): Query<SearchQuery>,
 ) -> Response {
     blocking(move || {
-        caller.allow(&state, "recall", &agent)?;
+        state.allow(&caller, "recall", &agent)?;
         let form = form(&agent, &q);
         let Some(text) = q.q.clone() else {
             let body = html! { h1 { "Search " (agent) } (form) };
-            return Ok(page(&format!("Search {agent}"), Some(&caller), body));
+            return Ok(page(&format!("Search {agent}"), Some(caller.nav()), body));
         };
         let limit: u32 = match q.limit.as_deref().map(str::trim) {
             None | Some("") => 10,
@@ -154,7 +156,7 @@ pub(crate) async fn search(
                 }
             }
         };
-        Ok(page(&format!("Search {agent}"), Some(&caller), body))
+        Ok(page(&format!("Search {agent}"), Some(caller.nav()), body))
     })
     .await
 }

@@ -23,10 +23,11 @@ use serde_json::Value;
 
 use crate::cli::replay::{attribute, response_rows, trace_rows};
 use crate::console::csrf::{self, TRACE_BYTES};
+use crate::console::layout::text_of;
 use crate::console::layout::{Refusal, csrf_field, json_view, page};
-use crate::console::session::no_trace;
+use crate::console::session::{Caller, no_trace};
+use crate::console::state::{Shared, blocking};
 use crate::console::svg::{self, Strip, fmt};
-use crate::console::{Caller, Shared, blocking, text_of};
 
 /// `GET /console/trace`: paste or choose a saved trace.
 pub(crate) async fn upload_form(Extension(caller): Extension<Caller>) -> Response {
@@ -35,13 +36,13 @@ pub(crate) async fn upload_form(Extension(caller): Extension<Caller>) -> Respons
         p { "A trace written by " code { "cpersona recall --trace-out FILE" } " or a recall tool's "
             code { "trace" } "." }
         form method="post" action="/console/trace" {
-            (csrf_field(&caller))
+            (csrf_field(caller.csrf()))
             label { "Choose the file" input #trace-file type="file" accept=".json,application/json"; }
             label { "or paste it" textarea #trace-text name="trace" {} }
             button type="submit" { "Open" }
         }
     };
-    page("Open a trace", Some(&caller), body).into_response()
+    page("Open a trace", Some(caller.nav()), body).into_response()
 }
 
 #[derive(Deserialize)]
@@ -89,7 +90,7 @@ pub(crate) async fn upload(
     blocking(move || {
         let trace = RecallTrace::from_json(&text)
             .map_err(|err| Refusal::bad(format!("this is not a recall trace: {err}")))?;
-        caller.allow(&state, "recall", &trace.scope.agent_id)?;
+        state.allow(&caller, "recall", &trace.scope.agent_id)?;
         let id = caller.session.keep_trace(trace);
         Ok(Redirect::to(&format!("/console/trace/{id}")))
     })
@@ -110,7 +111,7 @@ pub(crate) struct ViewQuery {
 /// The kept trace `id`, if the caller may read its agent.
 fn kept(state: &Shared, caller: &Caller, id: &str) -> Result<std::sync::Arc<RecallTrace>, Refusal> {
     let trace = caller.session.trace(id).ok_or_else(|| no_trace(id))?;
-    caller.allow(state, "recall", &trace.scope.agent_id)?;
+    state.allow(caller, "recall", &trace.scope.agent_id)?;
     Ok(trace)
 }
 
@@ -293,7 +294,7 @@ pub(crate) async fn view(
                 }
             }
         };
-        Ok(page("Trace", Some(&caller), body))
+        Ok(page("Trace", Some(caller.nav()), body))
     })
     .await
 }
