@@ -6,6 +6,7 @@
 pub mod access;
 pub mod cli;
 pub mod config;
+pub mod console;
 mod embed_serve;
 pub mod mcp;
 pub mod model;

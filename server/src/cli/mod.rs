@@ -1,16 +1,17 @@
 //! The command line: `serve` (the default), `index`, `import`, `export`, `check`, `model`,
-//! `embed-serve`, `recall`, `replay`, `token`, `proxy`, `migrate`. Parses flags, reads
+//! `embed-serve`, `recall`, `replay`, `token`, `proxy`, `migrate`, `console`. Parses flags, reads
 //! configuration once, sets up logging to stderr, and hands off; it never prints to stdout
 //! while serving stdio (nor while relaying it, `proxy`).
 
 mod admin;
+mod console;
 mod index;
 mod migrate;
 mod model;
 mod open;
 mod proxy;
 mod recall;
-mod replay;
+pub(crate) mod replay;
 mod serve;
 mod token;
 
@@ -108,6 +109,9 @@ pub enum Command {
         #[arg(long)]
         dry_run: bool,
     },
+    /// Serve the local web console (browse, correct, search, traces, health) on loopback;
+    /// the same pages are at `/console` under `serve --http`.
+    Console(console::ConsoleArgs),
     /// Serve the configured embedder over CPersona's HTTP embedding contract.
     EmbedServe {
         /// Address to listen on, e.g. 127.0.0.1:8401.
@@ -151,6 +155,7 @@ pub enum Table {
     Blocks,
 }
 
+pub use console::ConsoleArgs;
 pub use model::{InstallArgs, ModelAction};
 pub use proxy::ProxyArgs;
 pub use token::TokenNewArgs;
@@ -243,6 +248,7 @@ fn run(command: Command, config: Config, env: &Env) -> Result<(), RunError> {
         Command::Recall(args) => recall::run(&config, args),
         Command::Replay(args) => replay::run(&config, args),
         Command::Proxy(args) => proxy::run(env, &args),
+        Command::Console(args) => console::run(config, &args),
         Command::Token {
             action: TokenAction::New(args),
         } => Ok(token::run(&args)?),

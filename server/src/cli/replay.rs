@@ -9,8 +9,9 @@
 use std::path::PathBuf;
 
 use anyhow::Context;
-use cpersona_engine::TimeCue;
 use cpersona_engine::recall::Period;
+use cpersona_engine::taxonomy::Attribution;
+use cpersona_engine::{Engine, TimeCue};
 
 use cpersona_engine::refs::Ref;
 use cpersona_engine::replay::{ReplayChanges, ReplayOutcome, replay};
@@ -53,8 +54,9 @@ fn rows(messages: impl DoubleEndedIterator<Item = (String, Value)>) -> Vec<Value
         .collect()
 }
 
-/// The replayed rows: the recorded held places, then the replayed window.
-fn response_rows(out: &ReplayOutcome) -> Vec<Value> {
+/// The replayed rows: the recorded held places, then the replayed window (the console
+/// shows the same rows).
+pub(crate) fn response_rows(out: &ReplayOutcome) -> Vec<Value> {
     let held = out.held.iter().map(|m| {
         (
             m["ref"].as_str().unwrap_or_default().to_owned(),
@@ -69,7 +71,8 @@ fn response_rows(out: &ReplayOutcome) -> Vec<Value> {
     rows(held.chain(window))
 }
 
-fn trace_rows(trace: &RecallTrace) -> Vec<Value> {
+/// The trace's own rows, best first.
+pub(crate) fn trace_rows(trace: &RecallTrace) -> Vec<Value> {
     let messages = trace.response["messages"]
         .as_array()
         .cloned()
@@ -129,38 +132,49 @@ pub(crate) fn run(config: &Config, args: ReplayArgs) -> Result<(), RunError> {
         } else {
             None
         };
-        let facts = match &engine {
-            Some(engine) => {
-                let s = &trace.scope;
-                Some(
-                    engine
-                        .row_facts(
-                            &s.agent_id,
-                            s.project_id.as_deref(),
-                            s.channel.as_deref(),
-                            expected,
-                        )
-                        .context("cannot read the expected row")?,
-                )
-            }
-            None => None,
-        };
-        let refetch = |period: Period| -> cpersona_engine::Result<EnvelopeFetch> {
-            match &engine {
-                Some(engine) => engine.refetch_envelope(&trace, period),
-                None => Ok(EnvelopeFetch::default()),
-            }
-        };
-        let inputs = LoopInputs {
-            intended,
-            refetch: engine
-                .is_some()
-                .then_some(&refetch as &dyn Fn(Period) -> cpersona_engine::Result<EnvelopeFetch>),
-        };
-        let attribution =
-            attribute_with(&trace, expected, facts, &inputs).context("attribution failed")?;
+        let attribution = attribute(engine.as_deref(), &trace, expected, intended)?;
         report["attribution"] = serde_json::to_value(&attribution)?;
         report["after_expected"] = json!(out.refs_best_first().iter().position(|r| *r == expected));
     }
     admin::print_json(&report)
+}
+
+/// The failure code of `expected` under `trace`; with `engine`, the row's facts are read
+/// from the store (read only) and the loop's codes may re-run the envelope fetch. The
+/// console's "why did this not come back" form runs the same.
+pub(crate) fn attribute(
+    engine: Option<&Engine>,
+    trace: &RecallTrace,
+    expected: Ref,
+    intended: Option<TimeCue>,
+) -> anyhow::Result<Attribution> {
+    let facts = match engine {
+        Some(engine) => {
+            let s = &trace.scope;
+            Some(
+                engine
+                    .row_facts(
+                        &s.agent_id,
+                        s.project_id.as_deref(),
+                        s.channel.as_deref(),
+                        expected,
+                    )
+                    .context("cannot read the expected row")?,
+            )
+        }
+        None => None,
+    };
+    let refetch = |period: Period| -> cpersona_engine::Result<EnvelopeFetch> {
+        match engine {
+            Some(engine) => engine.refetch_envelope(trace, period),
+            None => Ok(EnvelopeFetch::default()),
+        }
+    };
+    let inputs = LoopInputs {
+        intended,
+        refetch: engine
+            .is_some()
+            .then_some(&refetch as &dyn Fn(Period) -> cpersona_engine::Result<EnvelopeFetch>),
+    };
+    attribute_with(trace, expected, facts, &inputs).context("attribution failed")
 }

@@ -3,7 +3,8 @@
 //! embedding-queue drain, then run the chosen transport on a tokio runtime. Start-up checks
 //! run before anything else is opened: a refused `CPERSONA_*` setting (`config/coverage.rs`)
 //! stops the server, the other set-but-unhonoured ones are listed once on stderr, an ACL file
-//! must load, and HTTP needs its token (or the ACL file's).
+//! must load, and HTTP needs its token (or the ACL file's). Over HTTP the console
+//! (`crate::console`) is served at `/console` too.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -14,6 +15,7 @@ use cpersona_engine::Engine;
 use crate::access::{self, Acl};
 use crate::cli::{RunError, open};
 use crate::config::{Config, Env, IndexMaintenance};
+use crate::console::Console;
 use crate::mcp::McpServer;
 use crate::mcp::engine::EngineBackend;
 use crate::transport::http::{self, HttpSecurity};
@@ -32,30 +34,7 @@ pub(crate) fn run(config: Config, http_flag: Option<SocketAddr>) -> Result<(), R
     let acl = load_acl(&config)?;
     // Preflight first, as CPersona does: an HTTP server without a token never opens the store.
     let security = match http_addr {
-        Some(_) => Some(HttpSecurity {
-            auth_token: match &acl {
-                // ACL mode is the authentication: the single token is ignored, as CPersona
-                // ignores it (one credential authority at a time), and said so.
-                Some(_) => {
-                    if config.http.auth_token.is_some() {
-                        tracing::warn!(
-                            "CPERSONA_AUTH_TOKEN is ignored in ACL mode: only the tokens of \
-                             CPERSONA_ACL_FILE's clients are accepted"
-                        );
-                    }
-                    None
-                }
-                None => http::resolve_auth(
-                    config.http.auth_token.clone(),
-                    config.http.allow_unauthenticated,
-                )
-                .map_err(RunError::config)?,
-            },
-            acl: acl.clone(),
-            max_body_bytes: config.http.max_body_bytes,
-            extra_allowed_origins: config.http.extra_allowed_origins.clone(),
-            extra_allowed_hosts: config.http.extra_allowed_hosts.clone(),
-        }),
+        Some(_) => Some(http_security(&config, acl.as_ref())?),
         None => None,
     };
     // A CPersona database is served through the store converted from it (`migrate.rs`).
@@ -77,9 +56,21 @@ pub(crate) fn run(config: Config, http_flag: Option<SocketAddr>) -> Result<(), R
             note: warning,
         });
     }
-    let backend = EngineBackend::new(Arc::clone(&engine), embedder, config.recall.clone())
-        .with_unhonoured_settings(unhonoured);
-    let mut server = McpServer::new(Arc::new(backend));
+    let backend = Arc::new(
+        EngineBackend::new(
+            Arc::clone(&engine),
+            Arc::clone(&embedder),
+            config.recall.clone(),
+        )
+        .with_unhonoured_settings(unhonoured),
+    );
+    // Over HTTP the console's pages ride along at `/console`, behind the same token.
+    let console = http_addr.map(|_| {
+        let console = Console::new(Arc::clone(&backend), embedder);
+        Box::new(move |security: &HttpSecurity, bound| console.router(security, bound))
+            as http::ConsoleMount
+    });
+    let mut server = McpServer::new(backend);
     if let Some(acl) = acl {
         server = server.with_acl(acl);
     }
@@ -92,15 +83,47 @@ pub(crate) fn run(config: Config, http_flag: Option<SocketAddr>) -> Result<(), R
         tokio::spawn(reembed(Arc::clone(&engine)));
         tokio::spawn(drain_queue(engine));
         match (http_addr, security) {
-            (Some(addr), Some(security)) => http::serve(server, security, addr).await,
+            (Some(addr), Some(security)) => http::serve(server, security, addr, console).await,
             _ => crate::transport::stdio::serve(server).await,
         }
     })?;
     Ok(())
 }
 
+/// HTTP's security settings: the token (refused when missing or weak unless unauthenticated
+/// HTTP was asked for), or in ACL mode the file's clients. `cpersona console` uses it too.
+pub(crate) fn http_security(
+    config: &Config,
+    acl: Option<&Arc<Acl>>,
+) -> Result<HttpSecurity, RunError> {
+    Ok(HttpSecurity {
+        auth_token: match acl {
+            // ACL mode is the authentication: the single token is ignored, as CPersona
+            // ignores it (one credential authority at a time), and said so.
+            Some(_) => {
+                if config.http.auth_token.is_some() {
+                    tracing::warn!(
+                        "CPERSONA_AUTH_TOKEN is ignored in ACL mode: only the tokens of \
+                         CPERSONA_ACL_FILE's clients are accepted"
+                    );
+                }
+                None
+            }
+            None => http::resolve_auth(
+                config.http.auth_token.clone(),
+                config.http.allow_unauthenticated,
+            )
+            .map_err(RunError::config)?,
+        },
+        acl: acl.cloned(),
+        max_body_bytes: config.http.max_body_bytes,
+        extra_allowed_origins: config.http.extra_allowed_origins.clone(),
+        extra_allowed_hosts: config.http.extra_allowed_hosts.clone(),
+    })
+}
+
 /// The ACL file `CPERSONA_ACL_FILE` names, read and validated; `None` without one.
-fn load_acl(config: &Config) -> Result<Option<Arc<Acl>>, RunError> {
+pub(crate) fn load_acl(config: &Config) -> Result<Option<Arc<Acl>>, RunError> {
     let Some(path) = &config.http.acl_file else {
         return Ok(None);
     };

@@ -116,19 +116,15 @@ pub fn router(server: McpServer, security: &HttpSecurity, bound: SocketAddr) -> 
         .with_max_request_body_bytes(security.max_body_bytes)
         .with_allowed_origins(origins)
         .enforce_origin_validation();
-    if bound.ip().is_unspecified() && security.extra_allowed_hosts.is_empty() {
-        tracing::warn!(
-            "bound to every interface with no CPERSONA_HTTP_ALLOWED_HOSTS: the Host check is off \
-             (the bearer token still guards every request)"
-        );
-        config = config.disable_allowed_hosts();
-    } else {
-        let mut hosts: Vec<String> = vec!["localhost".into(), "127.0.0.1".into(), "::1".into()];
-        if !bound.ip().is_loopback() && !bound.ip().is_unspecified() {
-            hosts.push(bound.ip().to_string());
+    match allowed_hosts(security, bound) {
+        None => {
+            tracing::warn!(
+                "bound to every interface with no CPERSONA_HTTP_ALLOWED_HOSTS: the Host check is \
+                 off (the bearer token still guards every request)"
+            );
+            config = config.disable_allowed_hosts();
         }
-        hosts.extend(security.extra_allowed_hosts.iter().cloned());
-        config = config.with_allowed_hosts(hosts);
+        Some(hosts) => config = config.with_allowed_hosts(hosts),
     }
     let screen_state = Arc::new(BodyScreen {
         max_body_bytes: security.max_body_bytes,
@@ -140,13 +136,7 @@ pub fn router(server: McpServer, security: &HttpSecurity, bound: SocketAddr) -> 
         Arc::new(LocalSessionManager::default()),
         config,
     );
-    let gate = Arc::new(match &security.acl {
-        Some(acl) => Gate::Acl(Arc::clone(acl)),
-        None => match &security.auth_token {
-            Some(token) => Gate::Token(token.clone()),
-            None => Gate::Open,
-        },
-    });
+    let gate = Arc::new(Gate::of(security));
     let cors_policy = Arc::new(CorsPolicy::new(&security.extra_allowed_origins));
     // The last layer added runs first: CORS, then the token, then the body screen.
     Router::new()
@@ -156,14 +146,62 @@ pub fn router(server: McpServer, security: &HttpSecurity, bound: SocketAddr) -> 
         .layer(middleware::from_fn_with_state(cors_policy, cors::cors))
 }
 
-/// Who may pass the bearer check.
-enum Gate {
+/// The `Host` values a request may name (DNS rebinding): the loopback names, the bound
+/// address when it is a specific one, and `CPERSONA_HTTP_ALLOWED_HOSTS`; `None` when bound to
+/// every interface with no list (the check is off). The console applies the same list.
+pub(crate) fn allowed_hosts(security: &HttpSecurity, bound: SocketAddr) -> Option<Vec<String>> {
+    if bound.ip().is_unspecified() && security.extra_allowed_hosts.is_empty() {
+        return None;
+    }
+    let mut hosts: Vec<String> = vec!["localhost".into(), "127.0.0.1".into(), "::1".into()];
+    if !bound.ip().is_loopback() && !bound.ip().is_unspecified() {
+        hosts.push(bound.ip().to_string());
+    }
+    hosts.extend(security.extra_allowed_hosts.iter().cloned());
+    Some(hosts)
+}
+
+/// Who may pass the bearer check; the console admits by the same rule.
+pub(crate) enum Gate {
     /// Unauthenticated HTTP, explicitly allowed.
     Open,
     /// The one `CPERSONA_AUTH_TOKEN`.
     Token(String),
     /// Any client of the ACL file, by its token.
     Acl(Arc<Acl>),
+}
+
+impl Gate {
+    /// The gate `security` sets.
+    pub(crate) fn of(security: &HttpSecurity) -> Gate {
+        match &security.acl {
+            Some(acl) => Gate::Acl(Arc::clone(acl)),
+            None => match &security.auth_token {
+                Some(token) => Gate::Token(token.clone()),
+                None => Gate::Open,
+            },
+        }
+    }
+
+    /// Whether `presented` passes: `None` refused, `Some(None)` passed with no principal
+    /// (one token, or none needed), `Some(Some(p))` an ACL client. Constant time per token.
+    pub(crate) fn admit(&self, presented: &str) -> Option<Option<Principal>> {
+        match self {
+            Gate::Open => Some(None),
+            Gate::Token(expected) => token::matches(presented, expected).then_some(None),
+            Gate::Acl(acl) => acl.principal_for_token(presented).map(Some),
+        }
+    }
+}
+
+/// The token an `Authorization: Bearer` header presents (the scheme in any case), `""` when
+/// there is none.
+pub(crate) fn presented_bearer(headers: &HeaderMap) -> &str {
+    headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(token::presented)
+        .unwrap_or("")
 }
 
 /// 401 unless the request carries `Authorization: Bearer <token>` (the scheme in any case)
@@ -175,22 +213,14 @@ async fn require_bearer(
     mut request: Request,
     next: Next,
 ) -> Response {
-    let presented = request
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(token::presented)
-        .unwrap_or("");
-    let passed = match gate.as_ref() {
-        Gate::Open => true,
-        Gate::Token(expected) => token::matches(presented, expected),
-        Gate::Acl(acl) => match acl.principal_for_token(presented) {
-            Some(principal) => {
+    let passed = match gate.admit(presented_bearer(request.headers())) {
+        Some(principal) => {
+            if let Some(principal) = principal {
                 request.extensions_mut().insert::<Principal>(principal);
-                true
             }
-            None => false,
-        },
+            true
+        }
+        None => false,
     };
     if passed {
         return next.run(request).await;
@@ -314,17 +344,28 @@ async fn screen_body(
         .into_response()
 }
 
-/// Bind `addr` and serve until Ctrl-C / SIGTERM.
+/// The console's routes for a listener on the given address (the console's router), handed in by
+/// the CLI so that this transport does not depend on the console.
+pub type ConsoleMount = Box<dyn FnOnce(&HttpSecurity, SocketAddr) -> Router + Send>;
+
+/// Bind `addr` and serve until Ctrl-C / SIGTERM; with `console`, its pages at `/console`
+/// beside `/mcp` (outside `/mcp`'s CORS and bearer layers: the console has its own login,
+/// same-origin only).
 pub async fn serve(
     server: McpServer,
     security: HttpSecurity,
     addr: SocketAddr,
+    console: Option<ConsoleMount>,
 ) -> anyhow::Result<()> {
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .map_err(|e| anyhow::anyhow!("cannot listen on {addr}: {e}"))?;
     let bound = listener.local_addr()?;
-    let app = router(server, &security, bound);
+    let mut app = router(server, &security, bound);
+    if let Some(console) = console {
+        app = app.merge(console(&security, bound));
+        tracing::info!(%bound, "console at http://{bound}/console");
+    }
     tracing::info!(%bound, "serving MCP over streamable HTTP at http://{bound}/mcp");
     axum::serve(listener, app)
         .with_graceful_shutdown(shutdown_signal())
@@ -332,7 +373,8 @@ pub async fn serve(
     Ok(())
 }
 
-async fn shutdown_signal() {
+/// Resolves on Ctrl-C or SIGTERM (the console's own listener stops on it too).
+pub(crate) async fn shutdown_signal() {
     let ctrl_c = async {
         if let Err(e) = tokio::signal::ctrl_c().await {
             tracing::error!(%e, "cannot listen for Ctrl-C");

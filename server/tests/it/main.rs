@@ -11,6 +11,7 @@ mod acl;
 mod associations;
 mod binary;
 mod conformance;
+mod console;
 mod crash;
 mod fake;
 mod fake_hub;
