@@ -79,6 +79,7 @@ pub use health::report::{
     DEFAULT_INDEX_STALE_WARN_SHARE, EmbedderSummary, HealthReport, HealthRequest,
 };
 pub use health::stages::facts::UnusedSetting;
+pub use health::stages::findings::SessionFindings;
 pub use health::stages::{Finding, Repair, Severity as HealthSeverity};
 pub use memories::list::{ListMemoriesOutcome, ListMemoriesRequest, MemoryItem};
 pub use memories::{
@@ -464,6 +465,17 @@ impl Engine {
         progress: &Progress<'_>,
     ) -> Result<HealthReport> {
         health::check_health(&self.store, &self.config, req, progress)
+    }
+
+    /// `get_session_findings`: `check_health` of `req` (the whole store, no repair) delivered
+    /// as SuperAuditor findings, at most `per_kind_limit` per kind.
+    pub fn session_findings(
+        &self,
+        req: &HealthRequest,
+        per_kind_limit: usize,
+        summary: bool,
+    ) -> Result<SessionFindings> {
+        health::session_findings(&self.store, &self.config, req, per_kind_limit, summary)
     }
 
     /// Schema version, integrity, row counts (of one agent, `""` = all) and file size.

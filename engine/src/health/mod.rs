@@ -73,6 +73,35 @@ pub(crate) fn check_health(
     Ok(report)
 }
 
+/// `get_session_findings`: every check over the whole store without repair (whatever `req`
+/// names), delivered by [`stages::findings::deliver`].
+pub(crate) fn session_findings(
+    store: &Store,
+    config: &EngineConfig,
+    req: &HealthRequest,
+    per_kind_limit: usize,
+    summary: bool,
+) -> Result<stages::findings::SessionFindings> {
+    if per_kind_limit < 1 {
+        return Err(crate::error::Error::invalid(
+            "per_kind_limit",
+            format!("must be at least 1 (got {per_kind_limit})"),
+        ));
+    }
+    let whole = HealthRequest {
+        agent_id: String::new(),
+        fix: false,
+        checks: Vec::new(),
+        ..req.clone()
+    };
+    let report = check_health(store, config, &whole, &Progress::none())?;
+    Ok(stages::findings::deliver(
+        &report.findings,
+        per_kind_limit,
+        summary,
+    ))
+}
+
 /// The registry names of `checks` (every check when empty), in registry order.
 fn select(checks: &[String]) -> Result<Vec<&'static str>> {
     let mut wanted = Vec::new();

@@ -467,3 +467,35 @@ fn fix_while_paused_only_reads_and_unknown_checks_are_refused() {
         .unwrap();
     assert_eq!(one.checks_run, ["sqlite_integrity"]);
 }
+
+#[test]
+fn session_findings_deliver_what_check_health_finds_with_static_kinds() {
+    let f = crate::common::fixture();
+    for i in 0..4 {
+        crate::common::store(&f, "a", &format!("row {i} about the harbour"));
+    }
+    crate::common::conn(&f)
+        .execute(
+            "UPDATE memories SET embedding = NULL WHERE id IN (1, 2)",
+            [],
+        )
+        .unwrap();
+    let req = HealthRequest::default();
+    let report = f.engine.check_health(&req).unwrap();
+    let issues = report
+        .findings
+        .iter()
+        .filter(|x| x.severity != HealthSeverity::Ok)
+        .count();
+    let delivered = f.engine.session_findings(&req, 5, true).unwrap();
+    assert_eq!(delivered.total, issues);
+    let null = delivered
+        .findings
+        .iter()
+        .find(|x| x["check"] == "null_embedding")
+        .expect("the NULL vectors are a finding");
+    assert!(null["kind"].as_str().unwrap().starts_with("null_embedding"));
+    assert!(["critical", "warn", "info"].contains(&null["severity"].as_str().unwrap()));
+    assert!(null["health_severity"].is_string());
+    assert!(f.engine.session_findings(&req, 0, true).is_err());
+}

@@ -104,6 +104,9 @@ const PAUSE: &str = "a pause or resume switches writes for a whole session bucke
 process, not one agent's data, so no argument narrows it";
 const PROCESS_WIDE: &str = "check_update reports on the running server, which is no one \
 agent's data, so no argument narrows it";
+const WHOLE_STORE_FINDINGS: &str = "findings are reported over the whole store by contract \
+(the channel surfaces forgotten state), so no argument narrows it to one agent; scope a repair \
+with check_health(agent_id=...) instead";
 const HEALTH_FIX: &str = "check_health with fix=true runs a repair whose effect reaches every \
 agent (the full-text index is one for all agents; queueing embeddings drains the whole queue), \
 so no agent_id narrows it; naming only duplicate_content in `checks` does";
@@ -153,6 +156,10 @@ const CLASSIFICATION: &[(&str, Class)] = &[
     // Process-wide, as CPersona classifies it (the running code is no agent's data); its
     // `apply` escalation to a write is moot here, where `apply` is refused before anything.
     ("check_update", Class::Sweep(READ, PROCESS_WIDE)),
+    (
+        "get_session_findings",
+        Class::Sweep(READ, WHOLE_STORE_FINDINGS),
+    ),
 ];
 
 /// The tools CPersona's table classifies (a tool served but missing here is denied).

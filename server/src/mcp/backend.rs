@@ -141,6 +141,13 @@ pub trait ToolBackend: Send + Sync + 'static {
         serde_json::to_value(answer).map_err(|err| ToolError::internal(err.to_string()))
     }
     fn get_queue_status(&self, args: wire::NoArgs) -> ToolResult;
+    /// `get_session_findings`; `shared` when the caller is on a shared transport without a
+    /// `session_key`.
+    fn get_session_findings(&self, _args: wire::FindingsArgs, _shared: bool) -> ToolResult {
+        Err(ToolError::user(
+            "get_session_findings is not served by this backend",
+        ))
+    }
     fn pause_persistence(&self, args: wire::PauseArgs) -> ToolResult;
     fn resume_persistence(&self, args: wire::SessionArgs) -> ToolResult;
     fn persistence_status(&self, args: wire::SessionArgs) -> ToolResult;

@@ -60,6 +60,7 @@ pub fn schema(tool: &str) -> Option<Arc<JsonObject>> {
         "get_recall_precision" => of::<wire::PrecisionAnswer>(),
         "check_health" => of::<engine::HealthReport>(),
         "get_queue_status" => of::<engine::QueueStatus>(),
+        "get_session_findings" => of::<wire::FindingsAnswer>(),
         "check_update" => of::<wire::UpdateAnswer>(),
         "pause_persistence" => of::<engine::PauseOutcome>(),
         "resume_persistence" => of::<engine::ResumeOutcome>(),

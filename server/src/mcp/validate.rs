@@ -357,6 +357,7 @@ no_cross_check!(
     wire::SetPrecisionArgs,
     wire::CheckHealthArgs,
     wire::CheckUpdateArgs,
+    wire::FindingsArgs,
     wire::NoArgs,
     wire::PauseArgs,
     wire::SessionArgs,

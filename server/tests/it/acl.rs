@@ -83,6 +83,8 @@ const TABLE: &[(&str, &str)] = &[
     ("get_queue_status", "AAAAAA"),
     // The running server is no agent's data: read on every agent.
     ("check_update", "DDDADD"),
+    // The whole store's findings: read on every agent.
+    ("get_session_findings", "DDDADD"),
     ("delete_agent_data", "DDAADA"),
 ];
 

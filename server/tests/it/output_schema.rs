@@ -161,6 +161,8 @@ fn corpus(dir: &Path) -> Vec<(&'static str, Value)> {
         ("check_health", json!({})),
         ("check_health", json!({"agent_id": "a", "fix": true})),
         ("get_queue_status", json!({})),
+        ("get_session_findings", json!({})),
+        ("get_session_findings", json!({"per_kind_limit": 1, "include_summary": false, "session_key": "s1"})),
         ("check_update", json!({})),
         ("pause_persistence", json!({"ttl_seconds": 60})),
         ("persistence_status", json!({})),

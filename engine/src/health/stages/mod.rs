@@ -4,6 +4,7 @@
 
 pub mod facts;
 pub mod finding;
+pub mod findings;
 pub mod rows;
 pub mod store;
 pub mod vectors;

@@ -9,19 +9,41 @@ use cpersona_engine::{HealthRequest, UnusedSetting};
 
 use crate::mcp::backend::ToolResult;
 use crate::mcp::engine::backend::EngineBackend;
-use crate::mcp::engine::convert::body;
+use crate::mcp::engine::convert::{body, encode, engine_error};
 use crate::mcp::wire;
 
-/// `check_health`.
-pub(crate) fn check_health(
+/// `get_session_findings`: the whole registry over the whole store, never repairing.
+pub(crate) fn session_findings(
     backend: &EngineBackend,
-    args: wire::CheckHealthArgs,
-    progress: &Progress<'_>,
+    args: wire::FindingsArgs,
+    shared: bool,
 ) -> ToolResult {
-    let req = HealthRequest {
-        agent_id: args.agent_id,
-        fix: args.fix,
-        checks: args.checks,
+    let req = request(backend, String::new(), false, Vec::new());
+    let delivered = backend
+        .engine()
+        .session_findings(&req, args.per_kind_limit as usize, args.include_summary)
+        .map_err(engine_error)?;
+    encode(&wire::FindingsAnswer {
+        delivered,
+        identity_shared: shared.then_some(true),
+        meta: wire::FindingsMeta {
+            server_version: env!("CARGO_PKG_VERSION"),
+            superauditor: cpersona_engine::health::stages::findings::SUPERAUDITOR_VERSION,
+        },
+    })
+}
+
+/// `check_health`'s request from the tool's arguments and the server's settings.
+fn request(
+    backend: &EngineBackend,
+    agent_id: String,
+    fix: bool,
+    checks: Vec<String>,
+) -> HealthRequest {
+    HealthRequest {
+        agent_id,
+        fix,
+        checks,
         index_stale_warn_share: backend.recall_settings().index_stale_warn_share,
         unused_settings: backend
             .unhonoured_settings()
@@ -32,6 +54,15 @@ pub(crate) fn check_health(
                 note: s.note.clone(),
             })
             .collect(),
-    };
+    }
+}
+
+/// `check_health`.
+pub(crate) fn check_health(
+    backend: &EngineBackend,
+    args: wire::CheckHealthArgs,
+    progress: &Progress<'_>,
+) -> ToolResult {
+    let req = request(backend, args.agent_id, args.fix, args.checks);
     body(backend.engine().check_health_with(&req, progress))
 }

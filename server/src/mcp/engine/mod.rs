@@ -337,6 +337,10 @@ impl ToolBackend for EngineBackend {
         health::check_health(self, args, progress)
     }
 
+    fn get_session_findings(&self, args: wire::FindingsArgs, shared: bool) -> ToolResult {
+        health::session_findings(self, args, shared)
+    }
+
     fn get_queue_status(&self, _args: wire::NoArgs) -> ToolResult {
         body(self.engine.get_queue_status())
     }

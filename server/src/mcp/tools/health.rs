@@ -15,6 +15,17 @@ updates itself: it is updated by whatever installed it (cargo install, a release
 package manager), so it reaches no network and `state` is always `disabled`; `running` is this \
 build's version and `install` says how to update. `apply: true` is refused. Returns {enabled, \
 state, kind, running, available, reason, checked_at, refreshed, install, message}.";
+const SESSION_FINDINGS: &str = "Pull the store's integrity findings (SuperAuditor v1.1, as \
+CPersona serves them): check_health's whole registry over the WHOLE store, never repairing, \
+not filtered by agent or project (that would hide the forgotten rows; scope a repair with \
+check_health(agent_id=...)). Each finding carries `kind` (the check, or `<check>_critical` / \
+`<check>_info` for an instance graded above or below a warning), a static per-kind `severity` \
+(critical|warn|info), check_health's own verdict as `health_severity`, and `check`: \
+check_health(checks=[check]) re-runs it. At most `per_kind_limit` findings per kind \
+(`capped_kinds` names the kinds that had more); `total` and the counts describe what is \
+returned. Not free: it runs the whole-store checks (FTS integrity, quick_check). Returns \
+{findings, total, counts_by_kind, counts_by_severity, capped_kinds, per_kind_limit, summary?, \
+identity_shared?, _meta}.";
 const QUEUE_STATUS: &str = "How many embeddings are waiting to be computed (rows stored while \
 the embedder was unreachable). Returns {enabled, pending, ...}.";
 
@@ -46,6 +57,25 @@ impl McpServer {
     async fn check_update(&self, args: JsonObject) -> CallToolResult {
         self.call("check_update", args, |b, a| b.check_update(a))
             .await
+    }
+
+    #[tool(
+        name = "get_session_findings",
+        description = SESSION_FINDINGS,
+        input_schema = input_schema::<wire::FindingsArgs>(),
+        annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
+    )]
+    async fn get_session_findings(&self, args: JsonObject) -> CallToolResult {
+        let over_http = self.over_http;
+        self.call(
+            "get_session_findings",
+            args,
+            move |b, a: wire::FindingsArgs| {
+                let shared = over_http && a.session_key.trim().is_empty();
+                b.get_session_findings(a, shared)
+            },
+        )
+        .await
     }
 
     #[tool(

@@ -180,6 +180,27 @@ pub struct CheckUpdateArgs {
     pub apply: bool,
 }
 
+/// `get_session_findings`.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FindingsArgs {
+    /// Opaque per-session partition hint: it declares the caller and scopes nothing.
+    #[serde(default)]
+    #[schemars(length(max = 256))]
+    pub session_key: String,
+    /// At most this many findings per kind (`capped_kinds` names the kinds that had more).
+    #[serde(default = "default_per_kind_limit")]
+    #[schemars(range(min = 1, max = 1000))]
+    pub per_kind_limit: u32,
+    /// Add `summary`, the findings in one sentence.
+    #[serde(default = "default_true")]
+    pub include_summary: bool,
+}
+
+fn default_per_kind_limit() -> u32 {
+    cpersona_engine::health::stages::findings::DEFAULT_PER_KIND_LIMIT as u32
+}
+
 /// Tools with no arguments (`get_queue_status`).
 #[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -207,4 +228,8 @@ pub struct SessionArgs {
     #[serde(default)]
     #[schemars(length(max = 256))]
     pub session_key: String,
+}
+
+fn default_true() -> bool {
+    true
 }

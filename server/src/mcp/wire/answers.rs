@@ -238,3 +238,26 @@ pub struct StoreBody<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub associations: Option<StoreAssociations>,
 }
+
+/// `get_session_findings`' body: the SuperAuditor v1.1 delivery of `check_health`'s findings.
+#[derive(Serialize, JsonSchema)]
+pub struct FindingsAnswer {
+    /// The delivered findings.
+    #[serde(flatten)]
+    pub delivered: cpersona_engine::SessionFindings,
+    /// Present (true) over a shared transport (HTTP) when no `session_key` declared the caller.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub identity_shared: Option<bool>,
+    /// `{server_version, superauditor}`.
+    #[serde(rename = "_meta")]
+    pub meta: FindingsMeta,
+}
+
+/// The `_meta` of `get_session_findings`.
+#[derive(Serialize, JsonSchema)]
+pub struct FindingsMeta {
+    /// This build's version.
+    pub server_version: &'static str,
+    /// The SuperAuditor version of the shape.
+    pub superauditor: &'static str,
+}

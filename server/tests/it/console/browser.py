@@ -11,7 +11,7 @@ import os
 import sys
 
 from selenium import webdriver
-from selenium.common.exceptions import NoAlertPresentException
+from selenium.common.exceptions import NoAlertPresentException, StaleElementReferenceException
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions
@@ -44,7 +44,7 @@ def main():
     done = []
     try:
         base, agent = args.base, args.agent
-        wait = WebDriverWait(driver, 20)
+        wait = WebDriverWait(driver, 20, ignored_exceptions=[StaleElementReferenceException])
 
         def shot(name):
             driver.save_screenshot(os.path.join(args.screenshots, f"{name}.png"))
@@ -161,7 +161,7 @@ def main():
             if not box.is_selected():
                 box.click()
             form.find_element(By.CSS_SELECTOR, "button.danger").click()
-            WebDriverWait(driver, 10).until(expected_conditions.alert_is_present())
+            WebDriverWait(driver, 10, ignored_exceptions=[StaleElementReferenceException]).until(expected_conditions.alert_is_present())
             return driver.switch_to.alert
 
         press_delete().dismiss()
