@@ -45,6 +45,7 @@ pub mod store;
 
 mod agent;
 pub mod associations;
+pub mod deep;
 pub mod derived;
 mod episodes;
 pub mod health;
@@ -69,6 +70,7 @@ pub use associations::{
     TraverseOutcome, TraverseRelation, TraverseRequest,
 };
 pub use config::{EmbeddingFormat, EngineConfig, ExportDir, ReconstructConfig};
+pub use deep::{DeepOutcome, DeepRequest};
 pub use derived::{DerivedReport, StoredBlock};
 pub use episodes::{
     ArchiveEpisodeOutcome, ArchiveEpisodeRequest, DeleteEpisodeOutcome, DeleteEpisodeRequest,
@@ -465,6 +467,12 @@ impl Engine {
         progress: &Progress<'_>,
     ) -> Result<HealthReport> {
         health::check_health(&self.store, &self.config, req, progress)
+    }
+
+    /// `deep_check`: CPersona's heuristic data-quality checks over one agent, repairing the
+    /// two repairable ones with `fix`.
+    pub fn deep_check(&self, req: &DeepRequest) -> Result<DeepOutcome> {
+        deep::deep_check(&self.store, &self.config, req)
     }
 
     /// `get_session_findings`: `check_health` of `req` (the whole store, no repair) delivered

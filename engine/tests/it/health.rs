@@ -3,8 +3,8 @@
 //! check, so removing the check turns it red.
 
 use cpersona_engine::{
-    ArchiveEpisodeRequest, Engine, EngineConfig, HealthReport, HealthRequest, HealthSeverity,
-    IndexTable, MemoryIdRequest, SCORING_VERSION,
+    ArchiveEpisodeRequest, DeepRequest, Engine, EngineConfig, HealthReport, HealthRequest,
+    HealthSeverity, IndexTable, MemoryIdRequest, SCORING_VERSION, StoreRequest,
 };
 use serde_json::Value;
 
@@ -498,4 +498,68 @@ fn session_findings_deliver_what_check_health_finds_with_static_kinds() {
     assert!(["critical", "warn", "info"].contains(&null["severity"].as_str().unwrap()));
     assert!(null["health_severity"].is_string());
     assert!(f.engine.session_findings(&req, 0, true).is_err());
+}
+
+#[test]
+fn deep_check_names_speakers_and_removes_trivial_rows_but_never_locked_ones() {
+    let f = crate::common::fixture();
+    let anonymous = serde_json::json!({"type": "User", "id": "", "name": ""});
+    let stored = |content: &str, lock: bool| {
+        crate::common::store_request(
+            &f,
+            &StoreRequest {
+                agent_id: "a".into(),
+                content: content.into(),
+                source: Some(anonymous.clone()),
+                lock,
+                ..StoreRequest::default()
+            },
+        )
+    };
+    let named = stored("[Dana] the ferry leaves at nine", false);
+    let trivial = stored("ok", false);
+    let kept = stored("hm", true);
+    stored("a long enough statement without a speaker", false);
+    let report = |fix: bool| {
+        f.engine
+            .deep_check(&DeepRequest {
+                agent_id: "a".into(),
+                fix,
+                ..DeepRequest::default()
+            })
+            .unwrap()
+    };
+    let read = report(false);
+    assert_eq!(read.checks_run.len(), 8);
+    assert_eq!(read.results["anonymous_source"]["recoverable"], 1);
+    assert_eq!(read.results["short_content"]["count"], 2);
+    let fixed = report(true);
+    assert_eq!(fixed.results["anonymous_source"]["fixed"], 1);
+    assert_eq!(fixed.results["short_content"]["fixed"], 1);
+    let conn = crate::common::conn(&f);
+    let source: String = conn
+        .query_row("SELECT source FROM memories WHERE id = ?", [named], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    assert!(source.contains("Dana"), "{source}");
+    let ids: Vec<i64> = conn
+        .prepare("SELECT id FROM memories ORDER BY id")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert!(!ids.contains(&trivial) && ids.contains(&kept), "{ids:?}");
+    let unknown = f.engine.deep_check(&DeepRequest {
+        agent_id: "a".into(),
+        checks: vec!["nope".into()],
+        ..DeepRequest::default()
+    });
+    assert!(
+        unknown
+            .unwrap_err()
+            .to_string()
+            .contains("unknown check name")
+    );
 }

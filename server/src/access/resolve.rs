@@ -87,6 +87,9 @@ enum Class {
     Merge,
     /// `check_health`: read; `fix: true` repairs the store for every agent.
     Health,
+    /// `deep_check`: read on `agent_id`; `fix: true` writes it (both repairs stay inside the
+    /// agent named, so nothing wider is demanded).
+    DeepCheck,
 }
 
 const READ: Permission = Permission::Read;
@@ -160,6 +163,7 @@ const CLASSIFICATION: &[(&str, Class)] = &[
         "get_session_findings",
         Class::Sweep(READ, WHOLE_STORE_FINDINGS),
     ),
+    ("deep_check", Class::DeepCheck),
 ];
 
 /// The tools CPersona's table classifies (a tool served but missing here is denied).
@@ -194,6 +198,14 @@ pub fn demands(tool: &str, args: &Map<String, Value>) -> Option<Vec<Demand>> {
             demands
         }
         Class::Health => vec![demand(agent_arg(args, "agent_id"), READ)],
+        Class::DeepCheck => {
+            let required = if args.get("fix") == Some(&Value::Bool(true)) {
+                WRITE
+            } else {
+                READ
+            };
+            vec![demand(agent_arg(args, "agent_id"), required)]
+        }
     })
 }
 

@@ -141,6 +141,10 @@ pub trait ToolBackend: Send + Sync + 'static {
         serde_json::to_value(answer).map_err(|err| ToolError::internal(err.to_string()))
     }
     fn get_queue_status(&self, args: wire::NoArgs) -> ToolResult;
+    /// `deep_check`.
+    fn deep_check(&self, _args: wire::DeepCheckArgs) -> ToolResult {
+        Err(ToolError::user("deep_check is not served by this backend"))
+    }
     /// `get_session_findings`; `shared` when the caller is on a shared transport without a
     /// `session_key`.
     fn get_session_findings(&self, _args: wire::FindingsArgs, _shared: bool) -> ToolResult {

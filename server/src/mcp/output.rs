@@ -61,6 +61,7 @@ pub fn schema(tool: &str) -> Option<Arc<JsonObject>> {
         "check_health" => of::<engine::HealthReport>(),
         "get_queue_status" => of::<engine::QueueStatus>(),
         "get_session_findings" => of::<wire::FindingsAnswer>(),
+        "deep_check" => of::<engine::DeepOutcome>(),
         "check_update" => of::<wire::UpdateAnswer>(),
         "pause_persistence" => of::<engine::PauseOutcome>(),
         "resume_persistence" => of::<engine::ResumeOutcome>(),

@@ -358,6 +358,7 @@ no_cross_check!(
     wire::CheckHealthArgs,
     wire::CheckUpdateArgs,
     wire::FindingsArgs,
+    wire::DeepCheckArgs,
     wire::NoArgs,
     wire::PauseArgs,
     wire::SessionArgs,

@@ -85,6 +85,9 @@ const TABLE: &[(&str, &str)] = &[
     ("check_update", "DDDADD"),
     // The whole store's findings: read on every agent.
     ("get_session_findings", "DDDADD"),
+    // Read on the agent; fix=true writes it (both repairs stay inside it).
+    ("deep_check", "DAAADA"),
+    ("deep_check+fix", "DDAADA"),
     ("delete_agent_data", "DDAADA"),
 ];
 
@@ -221,6 +224,8 @@ fn args_for(raw: &RawHttp, tool: &str, export_dir: &Path) -> Value {
             "associations": {"entities": [{"name": "Alice"}]}}),
         "calibrate_threshold" => json!({"agent_id": "alice"}),
         "check_update" => json!({}),
+        "deep_check" => json!({"agent_id": "alice"}),
+        "deep_check+fix" => json!({"agent_id": "alice", "fix": true}),
         "set_recall_precision" => json!({"agent_id": "alice", "precision": "balanced"}),
         "check_health+fix" => json!({"agent_id": "alice", "fix": true}),
         "check_health+fix-own" => {

@@ -337,6 +337,16 @@ impl ToolBackend for EngineBackend {
         health::check_health(self, args, progress)
     }
 
+    fn deep_check(&self, args: wire::DeepCheckArgs) -> ToolResult {
+        let req = cpersona_engine::DeepRequest {
+            agent_id: args.agent_id,
+            fix: args.fix,
+            checks: args.checks,
+            session_key: args.session_key,
+        };
+        body(self.engine.deep_check(&req))
+    }
+
     fn get_session_findings(&self, args: wire::FindingsArgs, shared: bool) -> ToolResult {
         health::session_findings(self, args, shared)
     }

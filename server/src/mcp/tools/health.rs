@@ -15,6 +15,16 @@ updates itself: it is updated by whatever installed it (cargo install, a release
 package manager), so it reaches no network and `state` is always `disabled`; `running` is this \
 build's version and `install` says how to update. `apply: true` is refused. Returns {enabled, \
 state, kind, running, available, reason, checked_at, refreshed, install, message}.";
+const DEEP_CHECK: &str = "Deep data-quality checks of one agent's memories (CPersona's \
+deep_check; `checks` picks some, unknown names are refused): anonymous_source (user rows \
+without a speaker that a `[name] ` prefix can name), short_content (trivial rows of at most 5 \
+characters, a CJK character counting 3), stale_profile (not updated for 30 days), \
+orphaned_episodes (no memory inside the episode's span), calibration_staleness, \
+near_duplicate (pairs above cosine 0.97 among the newest 5,000 embedded rows), \
+unnormalized_content (text not in Unicode NFC), embedding_norm (stored vectors not of unit \
+length). `fix: true` repairs only anonymous_source (names the speaker) and short_content \
+(deletes the rows); locked rows are never touched; the others report. Returns {agent_id, \
+checks_run, results: {check: {...}}, fixed, repairs_skipped?}.";
 const SESSION_FINDINGS: &str = "Pull the store's integrity findings (SuperAuditor v1.1, as \
 CPersona serves them): check_health's whole registry over the WHOLE store, never repairing, \
 not filtered by agent or project (that would hide the forgotten rows; scope a repair with \
@@ -57,6 +67,16 @@ impl McpServer {
     async fn check_update(&self, args: JsonObject) -> CallToolResult {
         self.call("check_update", args, |b, a| b.check_update(a))
             .await
+    }
+
+    #[tool(
+        name = "deep_check",
+        description = DEEP_CHECK,
+        input_schema = input_schema::<wire::DeepCheckArgs>(),
+        annotations(read_only_hint = false, destructive_hint = true, idempotent_hint = true, open_world_hint = false)
+    )]
+    async fn deep_check(&self, args: JsonObject) -> CallToolResult {
+        self.call("deep_check", args, |b, a| b.deep_check(a)).await
     }
 
     #[tool(

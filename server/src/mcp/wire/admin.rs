@@ -180,6 +180,26 @@ pub struct CheckUpdateArgs {
     pub apply: bool,
 }
 
+/// `deep_check`.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DeepCheckArgs {
+    /// The agent whose rows are checked.
+    #[schemars(length(min = 1, max = 256))]
+    pub agent_id: String,
+    /// Repair what the repairable checks find (`anonymous_source`, `short_content`).
+    #[serde(default)]
+    pub fix: bool,
+    /// Run only these checks (unknown names are refused); empty = all.
+    #[serde(default)]
+    #[schemars(length(max = 16))]
+    pub checks: Vec<String>,
+    /// Opaque per-session partition hint: a pause of this bucket turns `fix` into a read.
+    #[serde(default)]
+    #[schemars(length(max = 256))]
+    pub session_key: String,
+}
+
 /// `get_session_findings`.
 #[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
