@@ -56,6 +56,9 @@ pub struct Config {
     pub model_dir_from_env: bool,
     /// The background index maintenance (`CPERSONA_INDEX_AUTO_MERGE`, `CPERSONA_INDEX_FLUSH_MS`).
     pub index: IndexMaintenance,
+    /// The operating context sidecar (`CPERSONA_OPERATING_CONTEXT_PATH`, default
+    /// `~/.cpersona/operating-context.toml`); `None` when `CPERSONA_OPERATING_CONTEXT=off`.
+    pub operating_context: Option<PathBuf>,
     /// The set `CPERSONA_*` variables without effect here (`coverage.rs`), in name order.
     pub unhonoured: Vec<UnhonouredSetting>,
 }
@@ -269,6 +272,7 @@ impl Config {
                 auto_merge: env.boolean("CPERSONA_INDEX_AUTO_MERGE", true)?,
                 flush_every_ms: env.int("CPERSONA_INDEX_FLUSH_MS", 500, 50, 60_000)?,
             },
+            operating_context: operating_context_path(env),
             unhonoured: coverage::unhonoured(env),
         })
     }
@@ -276,6 +280,28 @@ impl Config {
     /// The start-up error a refused setting causes (`coverage.rs`), if one is set.
     pub fn refused_setting(&self) -> Option<ConfigError> {
         coverage::refusal(&self.unhonoured)
+    }
+}
+
+/// CPersona's sidecar path rule: the kill switch, the variable, then the home default.
+fn operating_context_path(env: &Env) -> Option<PathBuf> {
+    if env
+        .get("CPERSONA_OPERATING_CONTEXT")
+        .is_some_and(|v| v.eq_ignore_ascii_case("off"))
+    {
+        return None;
+    }
+    match env.get("CPERSONA_OPERATING_CONTEXT_PATH") {
+        Some(path) if !path.is_empty() => Some(expand_home(path)),
+        _ => dirs::home_dir().map(|home| home.join(".cpersona/operating-context.toml")),
+    }
+}
+
+/// `~/x` under the home folder, as CPersona's `expanduser` reads it.
+fn expand_home(path: &str) -> PathBuf {
+    match (path.strip_prefix("~/"), dirs::home_dir()) {
+        (Some(rest), Some(home)) => home.join(rest),
+        _ => PathBuf::from(path),
     }
 }
 

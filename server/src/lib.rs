@@ -10,4 +10,5 @@ pub mod console;
 mod embed_serve;
 pub mod mcp;
 pub mod model;
+pub mod operating;
 pub mod transport;

@@ -70,7 +70,10 @@ pub(crate) fn run(config: Config, http_flag: Option<SocketAddr>) -> Result<(), R
         Box::new(move |security: &HttpSecurity, bound| console.router(security, bound))
             as http::ConsoleMount
     });
-    let mut server = McpServer::new(backend);
+    let operating = Arc::new(crate::operating::Loader::new(
+        config.operating_context.clone(),
+    ));
+    let mut server = McpServer::new(backend).with_operating_context(operating);
     if let Some(acl) = acl {
         server = server.with_acl(acl);
     }

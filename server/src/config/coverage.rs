@@ -136,14 +136,13 @@ pub const SETTINGS: &[Setting] = &[
         "CPERSONA_PROXY_MAX_INFLIGHT",
         "read by `cpersona proxy` only; 1 to 1024, default 16; more requests wait, none is dropped",
     ),
-    not_read(
+    honoured_as(
         "CPERSONA_OPERATING_CONTEXT",
-        "the operating context is not implemented: project ids are taken as given and writes to \
-         unregistered projects are not refused",
+        "`off` disables the operating context; anything else leaves it on",
     ),
-    not_read(
+    honoured_as(
         "CPERSONA_OPERATING_CONTEXT_PATH",
-        "the operating context is not implemented",
+        "the operating context sidecar; default ~/.cpersona/operating-context.toml",
     ),
     // Embedding.
     honoured_as(

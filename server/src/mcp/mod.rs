@@ -5,6 +5,7 @@
 pub mod backend;
 mod completion;
 pub mod content_limit;
+mod context_gate;
 pub mod engine;
 mod guard;
 pub mod logging;
@@ -71,6 +72,9 @@ pub struct McpServer {
     log_level: logging::ClientLevel,
     /// The resources this client subscribed to (`subscriptions.rs`).
     subscriptions: subscriptions::Subscriptions,
+    /// The operating context (`crate::operating`): instructions, the project gate and
+    /// `get_operating_context`; `None` serves without one.
+    operating: Option<Arc<crate::operating::Loader>>,
 }
 
 /// Runs `f` on a blocking thread (the backend is synchronous), a panic becoming an internal
@@ -105,6 +109,27 @@ impl McpServer {
             acl: None,
             log_level: logging::ClientLevel::default(),
             subscriptions: subscriptions::Subscriptions::default(),
+            operating: None,
+        }
+    }
+
+    /// The same server with the operating context read from `loader`.
+    pub fn with_operating_context(self, loader: Arc<crate::operating::Loader>) -> McpServer {
+        McpServer {
+            operating: Some(loader),
+            ..self
+        }
+    }
+
+    /// `initialize`'s instructions: ours, then the operator's summary when there is one.
+    fn instructions(&self) -> String {
+        match self
+            .operating
+            .as_deref()
+            .and_then(crate::operating::Loader::summary)
+        {
+            Some(summary) => format!("{SERVER_INSTRUCTIONS}\n\n{summary}"),
+            None => SERVER_INSTRUCTIONS.to_owned(),
         }
     }
 
@@ -302,13 +327,26 @@ impl ServerHandler for McpServer {
             Guarded::Run(resolved_agent) => resolved_agent,
             Guarded::Refused(refusal) => return Ok(refusal.into()),
         };
+        let added = match self.operating.as_deref() {
+            Some(loader) => match context_gate::check(loader, &mut request) {
+                context_gate::Gated::Refused(refusal) => {
+                    return Ok(with_structured_content(refusal).into());
+                }
+                context_gate::Gated::Annotate(added) => added,
+                context_gate::Gated::Untouched => Vec::new(),
+            },
+            None => Vec::new(),
+        };
         let call = ToolCallContext::new(self, request, context);
         let response = self.tool_router.call(call).await?;
         Ok(match (response, resolved_agent) {
-            (CallToolResponse::Complete(result), Some(agent)) => {
-                with_structured_content(guard::with_resolved_agent(result, &agent)).into()
+            (CallToolResponse::Complete(result), Some(agent)) => with_structured_content(
+                context_gate::annotate(guard::with_resolved_agent(result, &agent), &added),
+            )
+            .into(),
+            (CallToolResponse::Complete(result), None) => {
+                with_structured_content(context_gate::annotate(result, &added)).into()
             }
-            (CallToolResponse::Complete(result), None) => with_structured_content(result).into(),
             (response, _) => response,
         })
     }
@@ -440,6 +478,6 @@ impl ServerHandler for McpServer {
         };
         ServerConfig::new(capabilities)
             .with_server_info(Implementation::new("cpersona", env!("CARGO_PKG_VERSION")))
-            .with_instructions(SERVER_INSTRUCTIONS)
+            .with_instructions(self.instructions())
     }
 }

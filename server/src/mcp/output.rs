@@ -24,6 +24,16 @@ struct GuardAdded {
     resolved_agent_id: String,
 }
 
+/// What the operating context's gate adds to a gated tool's answer (`mcp/context_gate.rs`).
+#[derive(JsonSchema)]
+#[allow(dead_code)] // only its schema is used; the gate inserts the fields itself
+struct GateAdded {
+    /// Why the project id given is questionable (not in the registry, `@auto` unmapped).
+    operating_context_warning: String,
+    /// What `@auto` resolved to.
+    resolved_project_id: String,
+}
+
 /// Sets the output schema of every tool in `router` that has one.
 pub fn apply<S>(router: &mut ToolRouter<S>) {
     for (name, route) in router.map.iter_mut() {
@@ -62,6 +72,7 @@ pub fn schema(tool: &str) -> Option<Arc<JsonObject>> {
         "get_queue_status" => of::<engine::QueueStatus>(),
         "get_session_findings" => of::<wire::FindingsAnswer>(),
         "deep_check" => of::<engine::DeepOutcome>(),
+        "get_operating_context" => of::<crate::operating::ContextAnswer>(),
         "check_update" => of::<wire::UpdateAnswer>(),
         "pause_persistence" => of::<engine::PauseOutcome>(),
         "resume_persistence" => of::<engine::ResumeOutcome>(),
@@ -70,7 +81,14 @@ pub fn schema(tool: &str) -> Option<Arc<JsonObject>> {
         "traverse" => of::<engine::TraverseOutcome>(),
         _ => return None,
     };
-    Some(Arc::new(with_properties_of::<GuardAdded>(schema)))
+    let schema = with_properties_of::<GuardAdded>(schema);
+    Some(Arc::new(
+        if crate::operating::GATED.iter().any(|(t, _)| *t == tool) {
+            with_properties_of::<GateAdded>(schema)
+        } else {
+            schema
+        },
+    ))
 }
 
 fn of<T: JsonSchema + 'static>() -> JsonObject {

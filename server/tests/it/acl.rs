@@ -87,6 +87,7 @@ const TABLE: &[(&str, &str)] = &[
     ("get_session_findings", "DDDADD"),
     // Read on the agent; fix=true writes it (both repairs stay inside it).
     ("deep_check", "DAAADA"),
+    ("get_operating_context", "AAAAAA"),
     ("deep_check+fix", "DDAADA"),
     ("delete_agent_data", "DDAADA"),
 ];
@@ -225,6 +226,7 @@ fn args_for(raw: &RawHttp, tool: &str, export_dir: &Path) -> Value {
         "calibrate_threshold" => json!({"agent_id": "alice"}),
         "check_update" => json!({}),
         "deep_check" => json!({"agent_id": "alice"}),
+        "get_operating_context" => json!({}),
         "deep_check+fix" => json!({"agent_id": "alice", "fix": true}),
         "set_recall_precision" => json!({"agent_id": "alice", "precision": "balanced"}),
         "check_health+fix" => json!({"agent_id": "alice", "fix": true}),

@@ -23,6 +23,7 @@ mod logging;
 mod mcp;
 mod migrate;
 mod model;
+mod operating;
 mod output_schema;
 mod progress;
 mod proxy;

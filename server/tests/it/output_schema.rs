@@ -81,7 +81,16 @@ impl Drop for Server {
 fn serve() -> Server {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("output.db");
+    let sidecar = dir.path().join("operating-context.toml");
+    std::fs::write(
+        &sidecar,
+        "version = 1\ncontext_revision = \"r1\"\n[instructions]\nsummary = \"Be brief.\"\n\
+         [registry]\nproject_ids = [\"p1\"]\n[defaults]\na = \"p1\"\n\
+         [[doctrine]]\nname = \"naming\"\nbody = \"kebab-case\"\n",
+    )
+    .unwrap();
     let mut child = command(Path::new(env!("CARGO_BIN_EXE_cpersona")), &db)
+        .env("CPERSONA_OPERATING_CONTEXT_PATH", &sidecar)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -162,6 +171,10 @@ fn corpus(dir: &Path) -> Vec<(&'static str, Value)> {
         ("check_health", json!({"agent_id": "a", "fix": true})),
         ("get_queue_status", json!({})),
         ("get_session_findings", json!({})),
+        ("get_operating_context", json!({})),
+        ("get_operating_context", json!({"section": "naming"})),
+        ("store", json!({"agent_id": "a", "content": "filed by @auto", "project_id": "@auto"})),
+        ("recall", json!({"agent_id": "a", "query": "filed", "project_id": "unregistered"})),
         ("store", json!({"agent_id": "a", "content": "[Dana] ok?", "source": {"type": "User", "id": "", "name": ""}})),
         ("deep_check", json!({"agent_id": "a"})),
         ("deep_check", json!({"agent_id": "a", "fix": true, "checks": ["anonymous_source", "short_content"]})),

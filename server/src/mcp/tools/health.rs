@@ -4,8 +4,10 @@ use rmcp::model::{CallToolResult, JsonObject};
 use rmcp::service::RequestContext;
 use rmcp::{RoleServer, tool, tool_router};
 
+use crate::mcp::backend::ToolError;
 use crate::mcp::validate::input_schema;
 use crate::mcp::{McpServer, wire};
+use crate::operating::Loader;
 
 const CHECK_HEALTH: &str = "Check the store for problems (`agent_id` \"\" = all agents; `checks` \
 to run only some); `fix: true` repairs what can be repaired. Returns {status: \
@@ -25,6 +27,13 @@ unnormalized_content (text not in Unicode NFC), embedding_norm (stored vectors n
 length). `fix: true` repairs only anonymous_source (names the speaker) and short_content \
 (deletes the rows); locked rows are never touched; the others report. Returns {agent_id, \
 checks_run, results: {check: {...}}, fixed, repairs_skipped?}.";
+const OPERATING_CONTEXT: &str = "Read the operating context the operator serves to every \
+client (CPersona 2.5.1): without arguments the preview (context_revision, \
+instructions_summary, the project_id registry and its enforce mode, the @auto defaults, the \
+doctrine section names); `section` fetches one section's full body. Read-only: the operator \
+edits ~/.cpersona/operating-context.toml (or CPERSONA_OPERATING_CONTEXT_PATH), never MCP. \
+Dormant (no file, switched off, or a file that does not parse): {ok: false, enabled: false, \
+error}.";
 const SESSION_FINDINGS: &str = "Pull the store's integrity findings (SuperAuditor v1.1, as \
 CPersona serves them): check_health's whole registry over the WHOLE store, never repairing, \
 not filtered by agent or project (that would hide the forgotten rows; scope a repair with \
@@ -67,6 +76,28 @@ impl McpServer {
     async fn check_update(&self, args: JsonObject) -> CallToolResult {
         self.call("check_update", args, |b, a| b.check_update(a))
             .await
+    }
+
+    #[tool(
+        name = "get_operating_context",
+        description = OPERATING_CONTEXT,
+        input_schema = input_schema::<wire::OperatingContextArgs>(),
+        annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
+    )]
+    async fn get_operating_context(&self, args: JsonObject) -> CallToolResult {
+        let loader = self.operating.clone();
+        self.call(
+            "get_operating_context",
+            args,
+            move |_, a: wire::OperatingContextArgs| {
+                let answer = match loader.as_deref() {
+                    Some(loader) => loader.answer(&a.section),
+                    None => Loader::new(None).answer(&a.section),
+                };
+                serde_json::to_value(answer).map_err(|e| ToolError::internal(e.to_string()))
+            },
+        )
+        .await
     }
 
     #[tool(

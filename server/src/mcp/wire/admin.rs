@@ -180,6 +180,16 @@ pub struct CheckUpdateArgs {
     pub apply: bool,
 }
 
+/// `get_operating_context`.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct OperatingContextArgs {
+    /// One `[[doctrine]]` section's name; "" = the preview.
+    #[serde(default)]
+    #[schemars(length(max = 256))]
+    pub section: String,
+}
+
 /// `deep_check`.
 #[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
