@@ -452,7 +452,11 @@ fn reached(tool: &str, args: &Map<String, Value>, agent: &str) -> bool {
         "persistence_status" | "get_queue_status" | "get_operating_context" | "check_update" => {
             false
         }
-        "pause_persistence" | "resume_persistence" | "export_memories" | "import_memories" => true,
+        "pause_persistence"
+        | "resume_persistence"
+        | "export_memories"
+        | "import_memories"
+        | "get_session_findings" => true,
         "merge_memories" => names("source_agent_id") || names("target_agent_id"),
         "check_health"
             if args.get("fix") == Some(&json!(true))
@@ -488,11 +492,13 @@ proptest! {
                         "{tool} {args:?} reached {agent} with grants {table:?}");
                 }
             }
-            let writes = !matches!(tool.as_str(), "recall" | "reconstruct" | "traverse"
+            let read_only = matches!(tool.as_str(), "recall" | "reconstruct" | "traverse"
                 | "recall_with_context" | "get_contents" | "get_profile" | "get_recall_precision"
                 | "list_memories" | "list_episodes" | "check_health" | "merge_memories"
                 | "persistence_status" | "get_queue_status" | "get_operating_context"
-                | "check_update");
+                | "check_update" | "get_session_findings")
+                || (tool == "deep_check" && args.get("fix") != Some(&json!(true)));
+            let writes = !read_only;
             if writes {
                 for agent in AGENTS {
                     if reached(&tool, &args, agent) {
