@@ -88,6 +88,7 @@ pub use memories::{
     DeleteMemoryOutcome, LockMemoryOutcome, MemoryIdRequest, StoreId, StoreOutcome, StoreRequest,
     StoreResult, TimestampAhead, UnlockMemoryOutcome, UpdateMemoryOutcome, UpdateMemoryRequest,
 };
+pub use names::{AgentSummary, WEEK_MS};
 pub use portability::cpersona::{
     self as cpersona, ConvertOutcome, ConvertProgress, ConvertRequest, SourceStamp,
 };
@@ -473,6 +474,12 @@ impl Engine {
     /// two repairable ones with `fix`.
     pub fn deep_check(&self, req: &DeepRequest) -> Result<DeepOutcome> {
         deep::deep_check(&self.store, &self.config, req)
+    }
+
+    /// What `agent_id` holds (row counts, a profile, memories per week), counted in SQL:
+    /// for an overview such as the console's, without `store_stats`' integrity check.
+    pub fn agent_summary(&self, agent_id: &str) -> Result<AgentSummary> {
+        names::agent_summary(&self.store, agent_id)
     }
 
     /// `get_session_findings`: `check_health` of `req` (the whole store, no repair) delivered

@@ -54,3 +54,58 @@ pub(crate) fn project_ids(
         Ok(pairs)
     })
 }
+
+/// Milliseconds in a week: the histogram's bucket.
+pub const WEEK_MS: i64 = 7 * 24 * 3600 * 1000;
+
+/// What one agent holds, counted in SQL (no listing, no integrity check): for an overview.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+pub struct AgentSummary {
+    /// Memories.
+    pub memories: usize,
+    /// Episodes.
+    pub episodes: usize,
+    /// Whether the agent has a profile.
+    pub profile: bool,
+    /// Memories stored per week, `(week, count)` ascending, weeks without one left out; a
+    /// week is `created_at_ms.div_euclid(WEEK_MS)`.
+    pub weekly: Vec<(i64, usize)>,
+}
+
+/// `agent_id`'s [`AgentSummary`], read in one snapshot.
+pub(crate) fn agent_summary(store: &Store, agent_id: &str) -> Result<AgentSummary> {
+    let (pred, values) = crate::scope::Scope::read(Some(agent_id), None, None).predicate("");
+    store.read(|conn| {
+        let count = |table: &str| -> Result<usize> {
+            let n: i64 = conn.query_row(
+                &format!("SELECT count(*) FROM {table} WHERE {pred}"),
+                rusqlite::params_from_iter(values.iter()),
+                |row| row.get(0),
+            )?;
+            Ok(usize::try_from(n).unwrap_or(0))
+        };
+        let memories = count("memories")?;
+        let episodes = count("episodes")?;
+        let profile = conn.query_row(
+            "SELECT EXISTS(SELECT 1 FROM profiles WHERE agent_id = ?1 AND user_id = '')",
+            params![agent_id],
+            |row| row.get(0),
+        )?;
+        let mut stmt = conn.prepare(&format!(
+            "SELECT created_at_ms / {WEEK_MS} - (created_at_ms < 0 AND created_at_ms % {WEEK_MS} <> 0) AS week, \
+             count(*) FROM memories WHERE {pred} GROUP BY week ORDER BY week"
+        ))?;
+        let weekly = stmt
+            .query_map(rusqlite::params_from_iter(values.iter()), |row| {
+                Ok((row.get::<_, i64>(0)?, row.get::<_, i64>(1)?))
+            })?
+            .map(|r| r.map(|(week, n)| (week, usize::try_from(n).unwrap_or(0))))
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok(AgentSummary {
+            memories,
+            episodes,
+            profile,
+            weekly,
+        })
+    })
+}

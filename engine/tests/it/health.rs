@@ -563,3 +563,37 @@ fn deep_check_names_speakers_and_removes_trivial_rows_but_never_locked_ones() {
             .contains("unknown check name")
     );
 }
+
+#[test]
+fn agent_summary_counts_in_sql_what_the_listings_hold() {
+    let f = crate::common::fixture();
+    for i in 0..7 {
+        crate::common::store(&f, "a", &format!("row {i} about the orchard"));
+    }
+    crate::common::store(&f, "b", "someone else's row");
+    f.engine
+        .archive_episode(&ArchiveEpisodeRequest {
+            agent_id: "a".into(),
+            summary: "a session".into(),
+            ..Default::default()
+        })
+        .unwrap();
+    let summary = f.engine.agent_summary("a").unwrap();
+    assert_eq!(
+        (summary.memories, summary.episodes, summary.profile),
+        (7, 1, false)
+    );
+    // Every memory is in one week bucket, the bucket of its creation time.
+    assert_eq!(summary.weekly.iter().map(|(_, n)| n).sum::<usize>(), 7);
+    let now_week = cpersona_engine::time::now_ms().div_euclid(cpersona_engine::WEEK_MS);
+    assert!(
+        summary
+            .weekly
+            .iter()
+            .all(|(w, _)| (now_week - 1..=now_week).contains(w))
+    );
+    assert_eq!(
+        f.engine.agent_summary("nobody").unwrap(),
+        Default::default()
+    );
+}

@@ -16,35 +16,31 @@ pub(crate) struct Week {
     pub(crate) count: usize,
 }
 
-/// Milliseconds in a week.
-pub(crate) const WEEK_MS: i64 = 7 * 24 * 3600 * 1000;
+pub(crate) use cpersona_engine::WEEK_MS;
 
-/// Weekly counts of `created_ms`, every week from the first to the last (empty weeks
-/// included, so the time axis is even); weeks start on the Thursday of the Unix epoch's
-/// grid, which is the same for every agent.
-pub(crate) fn weekly(created_ms: &[i64]) -> Vec<Week> {
-    let (Some(first), Some(last)) = (created_ms.iter().min(), created_ms.iter().max()) else {
+/// Memories per week, every week from the first to the last (empty weeks included, so the
+/// time axis is even), from counts grouped by week (`created_ms.div_euclid(WEEK_MS)`,
+/// ascending, empty weeks left out) as `Engine::agent_summary` gives them; weeks start on the
+/// Thursday of the Unix epoch's grid, the same for every agent.
+pub(crate) fn weekly_counts(sparse: &[(i64, usize)]) -> Vec<Week> {
+    let (Some(&(first, _)), Some(&(last, _))) = (sparse.first(), sparse.last()) else {
         return Vec::new();
     };
-    let first_week = first.div_euclid(WEEK_MS);
-    let last_week = last.div_euclid(WEEK_MS);
-    let span = usize::try_from(last_week - first_week + 1).unwrap_or(0);
-    let mut counts = vec![0usize; span];
-    for ms in created_ms {
-        if let Ok(i) = usize::try_from(ms.div_euclid(WEEK_MS) - first_week)
-            && let Some(c) = counts.get_mut(i)
+    let mut weeks: Vec<Week> = (first..=last)
+        .map(|week| Week {
+            start_ms: week * WEEK_MS,
+            count: 0,
+        })
+        .collect();
+    for &(week, count) in sparse {
+        if let Some(slot) = usize::try_from(week - first)
+            .ok()
+            .and_then(|i| weeks.get_mut(i))
         {
-            *c += 1;
+            slot.count += count;
         }
     }
-    counts
-        .into_iter()
-        .enumerate()
-        .map(|(i, count)| Week {
-            start_ms: (first_week + i as i64) * WEEK_MS,
-            count,
-        })
-        .collect()
+    weeks
 }
 
 /// Bars of memories per week, with the busiest week's count and the first and last dates.

@@ -3,11 +3,10 @@
 
 use axum::http::{HeaderMap, HeaderValue};
 
-use super::counts::count_rows;
 use super::csrf::{SMALL_FORM_BYTES, edit_form_bytes, same_origin};
 use super::host_name;
 use super::layout::{encode, query_string};
-use super::svg::{self, WEEK_MS, fmt, weekly};
+use super::svg::{self, WEEK_MS, fmt, weekly_counts};
 
 fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
     let mut map = HeaderMap::new();
@@ -79,15 +78,15 @@ fn host_names_drop_the_port() {
 
 #[test]
 fn weeks_cover_every_week_between_the_first_and_the_last() {
-    assert!(weekly(&[]).is_empty());
-    let weeks = weekly(&[0, 1, WEEK_MS * 3 + 5]);
+    assert!(weekly_counts(&[]).is_empty());
+    let weeks = weekly_counts(&[(0, 2), (3, 1)]);
     assert_eq!(
         weeks.iter().map(|w| w.count).collect::<Vec<_>>(),
         vec![2, 0, 0, 1]
     );
     assert_eq!(weeks[3].start_ms, WEEK_MS * 3);
     // Before the epoch too.
-    assert_eq!(weekly(&[-1])[0].start_ms, -WEEK_MS);
+    assert_eq!(weekly_counts(&[(-1, 1)])[0].start_ms, -WEEK_MS);
 }
 
 #[test]
@@ -115,21 +114,4 @@ fn numbers_and_query_strings_are_short_and_encoded() {
     assert_eq!(fmt(-0.0001), "0");
     assert_eq!(encode("a b/c&d"), "a%20b%2Fc%26d");
     assert_eq!(query_string(&[("q", "x y"), ("empty", "")]), "?q=x%20y");
-}
-
-#[test]
-fn counting_by_probing_finds_every_size() {
-    for n in [0usize, 1, 2, 3, 7, 8, 9, 500, 1023, 1024, 100_000] {
-        let mut probes = 0;
-        let counted = count_rows(|offset| {
-            probes += 1;
-            Ok(offset < n)
-        })
-        .unwrap();
-        assert_eq!(counted, n);
-        assert!(
-            probes <= 2 * (usize::BITS - n.leading_zeros()) as usize + 2,
-            "{n}: {probes}"
-        );
-    }
 }

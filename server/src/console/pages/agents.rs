@@ -8,7 +8,6 @@ use cpersona_engine::ListEpisodesRequest;
 use maud::html;
 use serde::Deserialize;
 
-use crate::console::counts::HISTOGRAM_ROWS;
 use crate::console::layout::{clip, encode, engine_refusal, page, query_string};
 use crate::console::session::Caller;
 use crate::console::state::{Shared, blocking};
@@ -74,7 +73,7 @@ pub(crate) async fn agent(
         state.allow(&caller, "list_memories", &agent)?;
         let engine = state.engine();
         let stats = state.counts.of(engine, &agent)?;
-        let (weeks, read, cut) = state.counts.weeks_of(engine, &agent)?;
+        let weeks = state.counts.weeks_of(engine, &agent)?;
         let base = format!("/console/agents/{}", encode(&agent));
         let body = html! {
             h1 { "Agent " (agent) }
@@ -89,10 +88,6 @@ pub(crate) async fn agent(
                 p.muted { "No memories yet." }
             } @else {
                 (svg::histogram(&weeks, &format!("memories of {agent} per week")))
-                @if cut {
-                    p.note { "Drawn from the newest " (read) " memories (the histogram reads at most "
-                        (HISTOGRAM_ROWS) ")." }
-                }
             }
         };
         Ok(page(&format!("Agent {agent}"), Some(caller.nav()), body))
