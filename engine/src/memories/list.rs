@@ -26,6 +26,17 @@ pub struct ListMemoriesRequest {
     pub offset: usize,
     /// `None` = no filter, `""` = global pool, `X` = X plus the global pool.
     pub project_id: Option<String>,
+    /// Read as every scope reads a channel (`X` plus the global `""`); `None` = any. Not a
+    /// CPersona argument: the console's filter.
+    pub channel: Option<String>,
+    /// Rows whose source's `type`, `id` or `name` contains this text, in any case.
+    pub source_contains: Option<String>,
+    /// Rows created at or after this instant (ms since the epoch).
+    pub created_from_ms: Option<i64>,
+    /// Rows created before this instant (ms since the epoch).
+    pub created_before_ms: Option<i64>,
+    /// Only this row (its listing facts: lock, project, channel, creation time).
+    pub memory_id: Option<i64>,
 }
 
 impl Default for ListMemoriesRequest {
@@ -35,6 +46,11 @@ impl Default for ListMemoriesRequest {
             limit: 100,
             offset: 0,
             project_id: None,
+            channel: None,
+            source_contains: None,
+            created_from_ms: None,
+            created_before_ms: None,
+            memory_id: None,
         }
     }
 }
@@ -86,6 +102,36 @@ pub struct ListMemoriesOutcome {
     pub next_offset: Option<usize>,
 }
 
+/// The SQL of the request's source and time filters (each a bound parameter pushed onto
+/// `values`), `""` when there are none.
+fn filters(req: &ListMemoriesRequest, values: &mut Vec<rusqlite::types::Value>) -> String {
+    let mut sql = String::new();
+    if let Some(text) = req.source_contains.as_deref().filter(|t| !t.is_empty()) {
+        sql.push_str(
+            " AND json_valid(source) AND (\
+             instr(lower(coalesce(json_extract(source, '$.type'), '')), lower(?)) > 0 \
+             OR instr(lower(coalesce(json_extract(source, '$.id'), '')), lower(?)) > 0 \
+             OR instr(lower(coalesce(json_extract(source, '$.name'), '')), lower(?)) > 0)",
+        );
+        for _ in 0..3 {
+            values.push(text.to_owned().into());
+        }
+    }
+    if let Some(from) = req.created_from_ms {
+        sql.push_str(" AND created_at_ms >= ?");
+        values.push(from.into());
+    }
+    if let Some(before) = req.created_before_ms {
+        sql.push_str(" AND created_at_ms < ?");
+        values.push(before.into());
+    }
+    if let Some(id) = req.memory_id {
+        sql.push_str(" AND id = ?");
+        values.push(id.into());
+    }
+    sql
+}
+
 /// `list_memories`.
 pub(crate) fn list_memories(
     store: &Store,
@@ -93,11 +139,13 @@ pub(crate) fn list_memories(
 ) -> Result<ListMemoriesOutcome> {
     let limit = req.limit.min(LIST_MEMORIES_MAX_LIMIT);
     let agent = (!req.agent_id.is_empty()).then_some(req.agent_id.as_str());
-    let scope = Scope::read(agent, req.project_id.as_deref(), None);
-    let (pred, values) = scope.predicate("");
+    let scope = Scope::read(agent, req.project_id.as_deref(), req.channel.as_deref());
+    let (pred, mut values) = scope.predicate("");
+    let filters = filters(req, &mut values);
     let sql = format!(
         "SELECT id, agent_id, project_id, content, source, timestamp, created_at_ms, locked, \
-         channel FROM memories WHERE {pred} ORDER BY created_at_ms DESC, id DESC LIMIT ? OFFSET ?"
+         channel FROM memories WHERE {pred}{filters} \
+         ORDER BY created_at_ms DESC, id DESC LIMIT ? OFFSET ?"
     );
     let page = store.read(|conn| {
         read_page(conn, &sql, values, limit, req.offset, |row| {

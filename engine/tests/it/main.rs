@@ -12,6 +12,7 @@ mod fuzz;
 mod health;
 mod index_fresh;
 mod lexical_cap;
+mod listing;
 mod loop_codes;
 mod merge_assoc;
 mod migrations;

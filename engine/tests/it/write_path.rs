@@ -577,6 +577,7 @@ fn list_memories_pages_and_scopes() {
                 limit: 2,
                 offset,
                 project_id: project.map(String::from),
+                ..Default::default()
             })
             .unwrap()
     };

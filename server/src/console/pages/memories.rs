@@ -2,10 +2,8 @@
 //! lock state, overflow nodes and blocks), and its corrections (edit, lock, unlock, delete)
 //! through the same `Engine` calls as the tools.
 //!
-//! `list_memories` filters by project only; channel, source and the creation-time range
-//! are applied here to the rows it lists, newest first, reading at most
-//! [`LIST_SCAN_ROWS`] rows per page shown (the page says when that bound stopped it), so a
-//! rare match deep in a large store may take several "older" clicks to reach.
+//! The filters (project, channel, source, creation-time range) are the engine's
+//! (`ListMemoriesRequest`), so paging is exact however rare a match is.
 
 use axum::Extension;
 use axum::extract::{Path, Query, Request, State};
@@ -26,14 +24,6 @@ use crate::console::state::{Shared, blocking};
 
 /// Rows shown per page.
 const PAGE_ROWS: usize = 50;
-/// Rows read per page shown, at most (see the module doc).
-pub(crate) const LIST_SCAN_ROWS: usize = 5_000;
-/// Rows the engine lists per call (its cap).
-const ENGINE_PAGE: usize = 500;
-/// Rows read to find one memory's listing facts (lock state, project, channel, creation time)
-/// when the link's position hint missed.
-const DETAIL_SCAN_ROWS: usize = 5_000;
-
 /// The list's filters, as the query string carries them.
 #[derive(Deserialize, Default, Clone)]
 pub(crate) struct ListQuery {
@@ -67,13 +57,6 @@ fn when(field: &str, text: &str) -> Result<Option<i64>, Refusal> {
         })
 }
 
-/// Whether `source` matches the filter text (its type, id or name contains it, any case).
-fn source_matches(source: &serde_json::Value, wanted: &str) -> bool {
-    source_line(source)
-        .to_lowercase()
-        .contains(&wanted.to_lowercase())
-}
-
 /// `GET /console/agents/{agent}/memories`.
 pub(crate) async fn list(
     State(state): State<Shared>,
@@ -86,52 +69,23 @@ pub(crate) async fn list(
         let after = when("after", &q.after)?;
         let before = when("before", &q.before)?;
         let start = q.offset.unwrap_or(0);
-        let project = (!q.project.is_empty()).then(|| q.project.clone());
-        let mut shown: Vec<(usize, MemoryItem)> = Vec::new();
-        let mut offset = start;
-        let mut next = None;
-        let mut bounded = false;
-        'scan: loop {
-            let listed = state
-                .engine()
-                .list_memories(&ListMemoriesRequest {
-                    agent_id: agent.clone(),
-                    limit: ENGINE_PAGE,
-                    offset,
-                    project_id: project.clone(),
-                })
-                .map_err(engine_refusal)?;
-            let count = listed.memories.len();
-            for (i, item) in listed.memories.into_iter().enumerate() {
-                let position = offset + i;
-                let created = cpersona_engine::time::parse_iso8601_ms(&item.created_at).ok();
-                if let (Some(after), Some(created)) = (after, created)
-                    && created < after
-                {
-                    // Newest first: every later row is older still.
-                    break 'scan;
-                }
-                let keep = (q.channel.is_empty() || item.channel == q.channel)
-                    && (q.source.is_empty() || source_matches(&item.source, &q.source))
-                    && before.is_none_or(|b| created.is_some_and(|c| c < b));
-                if keep {
-                    shown.push((position, item));
-                    if shown.len() == PAGE_ROWS {
-                        next = Some(position + 1);
-                        break 'scan;
-                    }
-                }
-                if position + 1 - start >= LIST_SCAN_ROWS {
-                    next = Some(position + 1);
-                    bounded = true;
-                    break 'scan;
-                }
-            }
-            match listed.next_offset {
-                Some(n) if count > 0 => offset = n,
-                _ => break,
-            }
-        }
+        let nonempty = |text: &str| (!text.trim().is_empty()).then(|| text.trim().to_owned());
+        let listed = state
+            .engine()
+            .list_memories(&ListMemoriesRequest {
+                agent_id: agent.clone(),
+                limit: PAGE_ROWS,
+                offset: start,
+                project_id: nonempty(&q.project),
+                channel: nonempty(&q.channel),
+                source_contains: nonempty(&q.source),
+                created_from_ms: after,
+                created_before_ms: before,
+                ..Default::default()
+            })
+            .map_err(engine_refusal)?;
+        let next = listed.next_offset;
+        let shown = listed.memories;
         let base = format!("/console/agents/{}/memories", encode(&agent));
         let filters = |offset: usize| {
             query_string(&[
@@ -153,15 +107,15 @@ pub(crate) async fn list(
                 label { "Created before" input type="text" name="before" placeholder="2026-02-28" value=(q.before); }
                 button type="submit" { "Filter" }
             }
-            p.note { "The project filter is the engine's (the project plus the global pool); channel, source and time are applied here to the listed rows." }
+            p.note { "A project or channel filter reads that bucket plus the global one, as recall does." }
             @if shown.is_empty() {
                 p.muted { "No memories match." }
             } @else {
                 table {
                     tr { th { "#" } th { "Content" } th { "Source" } th { "Created" } th { "Project · channel" } th { "Lock" } }
-                    @for (position, m) in &shown {
+                    @for m in &shown {
                         tr {
-                            td { a href=(format!("{base}/{}?near={position}", m.id)) { "mem:" (m.id) } }
+                            td { a href=(format!("{base}/{}", m.id)) { "mem:" (m.id) } }
                             td { (clip(&m.content, 240)) }
                             td { (source_line(&m.source)) }
                             td { (m.created_at) }
@@ -175,60 +129,24 @@ pub(crate) async fn list(
                 @if start > 0 { a href=(format!("{base}{}", filters(0))) { "← newest" } }
                 @if let Some(next) = next { a href=(format!("{base}{}", filters(next))) { "older →" } }
             }
-            @if bounded {
-                p.note { "This page read " (LIST_SCAN_ROWS) " rows without filling; \"older\" reads on." }
-            }
         };
         Ok(page(&format!("Memories of {agent}"), Some(caller.nav()), body))
     })
     .await
 }
 
-/// The detail page's query: where the list saw the row (a hint).
-#[derive(Deserialize, Default)]
-pub(crate) struct DetailQuery {
-    #[serde(default)]
-    near: Option<usize>,
-}
-
-/// The listing facts of memory `id`: looked for around `near`, else among the newest
-/// [`DETAIL_SCAN_ROWS`].
-fn listing_of(
-    state: &Shared,
-    agent: &str,
-    id: i64,
-    near: Option<usize>,
-) -> Result<Option<MemoryItem>, Refusal> {
-    let read = |offset: usize, limit: usize| {
-        state
-            .engine()
-            .list_memories(&ListMemoriesRequest {
-                agent_id: agent.to_owned(),
-                limit,
-                offset,
-                project_id: None,
-            })
-            .map_err(engine_refusal)
-    };
-    if let Some(near) = near {
-        let page = read(near.saturating_sub(25), 50)?;
-        if let Some(item) = page.memories.into_iter().find(|m| m.id == id) {
-            return Ok(Some(item));
-        }
-    }
-    let mut offset = 0;
-    while offset < DETAIL_SCAN_ROWS {
-        let page = read(offset, ENGINE_PAGE)?;
-        let next = page.next_offset;
-        if let Some(item) = page.memories.into_iter().find(|m| m.id == id) {
-            return Ok(Some(item));
-        }
-        match next {
-            Some(n) => offset = n,
-            None => break,
-        }
-    }
-    Ok(None)
+/// The listing facts of memory `id` (lock state, project, channel, creation time).
+fn listing_of(state: &Shared, agent: &str, id: i64) -> Result<Option<MemoryItem>, Refusal> {
+    let listed = state
+        .engine()
+        .list_memories(&ListMemoriesRequest {
+            agent_id: agent.to_owned(),
+            limit: 1,
+            memory_id: Some(id),
+            ..Default::default()
+        })
+        .map_err(engine_refusal)?;
+    Ok(listed.memories.into_iter().next())
 }
 
 /// `GET /console/agents/{agent}/memories/{id}`.
@@ -236,7 +154,6 @@ pub(crate) async fn detail(
     State(state): State<Shared>,
     Extension(caller): Extension<Caller>,
     Path((agent, id)): Path<(String, i64)>,
-    Query(q): Query<DetailQuery>,
 ) -> Response {
     blocking(move || {
         state.allow(&caller, "get_contents", &agent)?;
@@ -247,7 +164,7 @@ pub(crate) async fn detail(
         let Some(item) = contents.items.into_iter().next() else {
             return Err(Refusal::not_found(format!("agent {agent:?} has no memory mem:{id}")));
         };
-        let listing = listing_of(&state, &agent, id, q.near)?;
+        let listing = listing_of(&state, &agent, id)?;
         let facts = engine.row_facts(&agent, None, None, Ref::mem(id)).map_err(engine_refusal)?;
         let blocks = engine.stored_blocks(Ref::mem(id)).map_err(engine_refusal)?;
         let chars: Vec<char> = item.content.chars().collect();

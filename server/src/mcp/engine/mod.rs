@@ -168,6 +168,7 @@ impl ToolBackend for EngineBackend {
             limit: args.limit as usize,
             offset: 0,
             project_id: args.project_id,
+            ..Default::default()
         };
         body(self.engine.list_memories(&req))
     }

@@ -35,6 +35,7 @@ pub(crate) fn page(
                 limit,
                 offset,
                 project_id: None,
+                ..Default::default()
             })
             .map_err(engine_error)?
             .memories
