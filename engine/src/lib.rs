@@ -45,6 +45,7 @@ pub mod store;
 
 mod agent;
 pub mod associations;
+mod channel_axis;
 pub mod deep;
 pub mod derived;
 mod episodes;
@@ -69,6 +70,7 @@ pub use associations::{
     Dropped, EntityInput, RelationInput, Retracted, TraverseBounds, TraverseEntity,
     TraverseOutcome, TraverseRelation, TraverseRequest,
 };
+pub use channel_axis::{ChannelAxisOutcome, ChannelAxisRequest};
 pub use config::{EmbeddingFormat, EngineConfig, ExportDir, ReconstructConfig};
 pub use deep::{DeepOutcome, DeepRequest};
 pub use derived::{DerivedReport, StoredBlock};
@@ -480,6 +482,11 @@ impl Engine {
     /// for an overview such as the console's, without `store_stats`' integrity check.
     pub fn agent_summary(&self, agent_id: &str) -> Result<AgentSummary> {
         names::agent_summary(&self.store, agent_id)
+    }
+
+    /// `migrate_channel_axis`: Discord bridge rows re-channelled from their session ids.
+    pub fn migrate_channel_axis(&self, req: &ChannelAxisRequest) -> Result<ChannelAxisOutcome> {
+        channel_axis::migrate_channel_axis(&self.store, req)
     }
 
     /// `get_session_findings`: `check_health` of `req` (the whole store, no repair) delivered

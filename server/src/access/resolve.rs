@@ -164,6 +164,7 @@ const CLASSIFICATION: &[(&str, Class)] = &[
         Class::Sweep(READ, WHOLE_STORE_FINDINGS),
     ),
     ("deep_check", Class::DeepCheck),
+    ("migrate_channel_axis", Class::Scoped("agent_id", WRITE)),
 ];
 
 /// The tools CPersona's table classifies (a tool served but missing here is denied).

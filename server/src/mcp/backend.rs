@@ -141,6 +141,12 @@ pub trait ToolBackend: Send + Sync + 'static {
         serde_json::to_value(answer).map_err(|err| ToolError::internal(err.to_string()))
     }
     fn get_queue_status(&self, args: wire::NoArgs) -> ToolResult;
+    /// `migrate_channel_axis`.
+    fn migrate_channel_axis(&self, _args: wire::ChannelAxisArgs) -> ToolResult {
+        Err(ToolError::user(
+            "migrate_channel_axis is not served by this backend",
+        ))
+    }
     /// `deep_check`.
     fn deep_check(&self, _args: wire::DeepCheckArgs) -> ToolResult {
         Err(ToolError::user("deep_check is not served by this backend"))

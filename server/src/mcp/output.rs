@@ -72,6 +72,7 @@ pub fn schema(tool: &str) -> Option<Arc<JsonObject>> {
         "get_queue_status" => of::<engine::QueueStatus>(),
         "get_session_findings" => of::<wire::FindingsAnswer>(),
         "deep_check" => of::<engine::DeepOutcome>(),
+        "migrate_channel_axis" => of::<engine::ChannelAxisOutcome>(),
         "get_operating_context" => of::<crate::operating::ContextAnswer>(),
         "check_update" => of::<wire::UpdateAnswer>(),
         "pause_persistence" => of::<engine::PauseOutcome>(),

@@ -359,6 +359,7 @@ no_cross_check!(
     wire::CheckUpdateArgs,
     wire::FindingsArgs,
     wire::DeepCheckArgs,
+    wire::ChannelAxisArgs,
     wire::OperatingContextArgs,
     wire::NoArgs,
     wire::PauseArgs,

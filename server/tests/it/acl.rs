@@ -88,6 +88,7 @@ const TABLE: &[(&str, &str)] = &[
     // Read on the agent; fix=true writes it (both repairs stay inside it).
     ("deep_check", "DAAADA"),
     ("get_operating_context", "AAAAAA"),
+    ("migrate_channel_axis", "DDAADA"),
     ("deep_check+fix", "DDAADA"),
     ("delete_agent_data", "DDAADA"),
 ];
@@ -227,6 +228,7 @@ fn args_for(raw: &RawHttp, tool: &str, export_dir: &Path) -> Value {
         "check_update" => json!({}),
         "deep_check" => json!({"agent_id": "alice"}),
         "get_operating_context" => json!({}),
+        "migrate_channel_axis" => json!({"agent_id": "alice"}),
         "deep_check+fix" => json!({"agent_id": "alice", "fix": true}),
         "set_recall_precision" => json!({"agent_id": "alice", "precision": "balanced"}),
         "check_health+fix" => json!({"agent_id": "alice", "fix": true}),

@@ -121,7 +121,7 @@ async fn initialize_list_and_call_with_the_token() {
 
     let (status, body, _) = post(&s.url, bearer(TOKEN), rpc(2, "tools/list", json!({}))).await;
     assert_eq!(status, 200, "{body}");
-    assert_eq!(body["result"]["tools"].as_array().unwrap().len(), 33);
+    assert_eq!(body["result"]["tools"].as_array().unwrap().len(), 34);
 
     let (status, body, _) = post(&s.url, bearer(TOKEN), store_call()).await;
     assert_eq!(status, 200, "{body}");

@@ -68,6 +68,7 @@ const EXPECTED_TOOLS: &[&str] = &[
     "list_memories",
     "lock_memory",
     "merge_memories",
+    "migrate_channel_axis",
     "pause_persistence",
     "persistence_status",
     "recall",

@@ -338,6 +338,16 @@ impl ToolBackend for EngineBackend {
         health::check_health(self, args, progress)
     }
 
+    fn migrate_channel_axis(&self, args: wire::ChannelAxisArgs) -> ToolResult {
+        let req = cpersona_engine::ChannelAxisRequest {
+            agent_id: args.agent_id,
+            dry_run: args.dry_run,
+            globalize_unrecoverable: args.globalize_unrecoverable,
+            session_key: args.session_key,
+        };
+        body(self.engine.migrate_channel_axis(&req))
+    }
+
     fn deep_check(&self, args: wire::DeepCheckArgs) -> ToolResult {
         let req = cpersona_engine::DeepRequest {
             agent_id: args.agent_id,

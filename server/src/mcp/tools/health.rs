@@ -34,6 +34,15 @@ doctrine section names); `section` fetches one section's full body. Read-only: t
 edits ~/.cpersona/operating-context.toml (or CPERSONA_OPERATING_CONTEXT_PATH), never MCP. \
 Dormant (no file, switched off, or a file that does not parse): {ok: false, enabled: false, \
 error}.";
+const CHANNEL_AXIS: &str = "One-time repair of Discord bridge rows (CPersona's \
+migrate_channel_axis): memories filed under channel 'discord' get their concrete channel back \
+from metadata.session_id (\"{channel_id}:{user_id}:{chunk}\"). `dry_run` (default true) only \
+reports; `globalize_unrecoverable` moves the rows without a recoverable id to the global \
+channel \"\". Only `channel` changes. A row a declared association names is left in place \
+(`left_with_associations`). Returns {agent_id, dry_run, recoverable_total, \
+recoverable_by_channel, unrecoverable_total, invalid_metadata_total, invalid_metadata_ids, \
+globalize_unrecoverable, migrated, globalized, left_with_associations, samples, \
+repairs_skipped?}.";
 const SESSION_FINDINGS: &str = "Pull the store's integrity findings (SuperAuditor v1.1, as \
 CPersona serves them): check_health's whole registry over the WHOLE store, never repairing, \
 not filtered by agent or project (that would hide the forgotten rows; scope a repair with \
@@ -97,6 +106,19 @@ impl McpServer {
                 serde_json::to_value(answer).map_err(|e| ToolError::internal(e.to_string()))
             },
         )
+        .await
+    }
+
+    #[tool(
+        name = "migrate_channel_axis",
+        description = CHANNEL_AXIS,
+        input_schema = input_schema::<wire::ChannelAxisArgs>(),
+        annotations(read_only_hint = false, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
+    )]
+    async fn migrate_channel_axis(&self, args: JsonObject) -> CallToolResult {
+        self.call("migrate_channel_axis", args, |b, a| {
+            b.migrate_channel_axis(a)
+        })
         .await
     }
 

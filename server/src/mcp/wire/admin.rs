@@ -190,6 +190,26 @@ pub struct OperatingContextArgs {
     pub section: String,
 }
 
+/// `migrate_channel_axis`.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ChannelAxisArgs {
+    /// The agent; "" = every agent.
+    #[serde(default)]
+    #[schemars(length(max = 256))]
+    pub agent_id: String,
+    /// Report only (the default); false re-channels.
+    #[serde(default = "default_true")]
+    pub dry_run: bool,
+    /// Move the rows that cannot be recovered to the global channel "".
+    #[serde(default)]
+    pub globalize_unrecoverable: bool,
+    /// Opaque per-session partition hint: a pause of this bucket forces a dry run.
+    #[serde(default)]
+    #[schemars(length(max = 256))]
+    pub session_key: String,
+}
+
 /// `deep_check`.
 #[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
