@@ -358,7 +358,16 @@ impl Engine {
     // Reconstruct and declared associations.
     /// `reconstruct`: recall's candidates as quoted items with provenance, in budget.
     pub fn reconstruct(&self, req: &ReconstructRequest) -> Result<ReconstructResult> {
-        reconstruct::reconstruct(&self.store, &self.config, req)
+        self.reconstruct_with(req, &Progress::none())
+    }
+
+    /// `reconstruct`, reporting its phases to and cancellable through `progress`.
+    pub fn reconstruct_with(
+        &self,
+        req: &ReconstructRequest,
+        progress: &Progress<'_>,
+    ) -> Result<ReconstructResult> {
+        reconstruct::reconstruct(&self.store, &self.config, req, progress)
     }
 
     /// `declare_associations`: entities, aliases, mentions and relations of one agent.

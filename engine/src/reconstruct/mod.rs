@@ -26,6 +26,7 @@ pub use stages::{
     Window, assemble, budget, bundle, compact, items, quote, window,
 };
 
+use crate::progress::Progress;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;
 
@@ -186,20 +187,37 @@ fn ms(since: Instant) -> f64 {
 
 /// `reconstruct`: recall's candidates bundled into items with provenance, quoted
 /// verbatim, within the window and the payload budget (design §7).
+///
+/// `progress` hears of its phases (the candidate recall, pro's deeper recall, the assembly);
+/// a cancel is seen between them (reconstruct writes nothing, so stopping loses nothing).
 pub(crate) fn reconstruct(
     store: &Store,
     config: &EngineConfig,
     req: &ReconstructRequest,
+    progress: &Progress<'_>,
 ) -> Result<ReconstructResult> {
-    reconstruct_with(store, config, req, Mutation::None)
+    run(store, config, req, Mutation::None, progress)
 }
 
+/// [`reconstruct`] with one rule broken on purpose (the tests' mutations).
+#[cfg(test)]
 pub(crate) fn reconstruct_with(
     store: &Store,
     config: &EngineConfig,
     req: &ReconstructRequest,
     mutation: Mutation,
 ) -> Result<ReconstructResult> {
+    run(store, config, req, mutation, &Progress::none())
+}
+
+fn run(
+    store: &Store,
+    config: &EngineConfig,
+    req: &ReconstructRequest,
+    mutation: Mutation,
+    progress: &Progress<'_>,
+) -> Result<ReconstructResult> {
+    const PHASES: u64 = 3;
     let reconstruct_config: ReconstructConfig = match req.mode {
         Some(mode) => mode.config(config.reconstruct),
         None => config.reconstruct,
@@ -221,7 +239,10 @@ pub(crate) fn reconstruct_with(
         now_ms: req.now_ms,
         ..RecallQuery::default()
     };
+    progress.report(0, Some(PHASES), "recalling candidates");
     let recall = crate::recall::answer(store, config, &query)?;
+    progress.check("reconstruct, after its recall")?;
+    progress.report(1, Some(PHASES), "recalled; reading deeper for pro's places");
     // Pro's depth places read the same recall ranked deeper (reference §3.10 (8)).
     let deeper = match req.mode {
         Some(ReconstructMode::Pro) if window.effective > 0 => {
@@ -239,6 +260,8 @@ pub(crate) fn reconstruct_with(
         _ => None,
     };
     let recall_ms = ms(started);
+    progress.check("reconstruct, before assembling")?;
+    progress.report(2, Some(PHASES), "assembling items");
     let started = Instant::now();
     let scope = Scope::read(
         Some(&req.agent_id),
@@ -385,6 +408,7 @@ pub(crate) fn reconstruct_with(
             None => Ok(out),
         }
     })?;
+    progress.report(PHASES, Some(PHASES), "done");
     Ok(ReconstructResult {
         response,
         advisories,

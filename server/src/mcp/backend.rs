@@ -169,7 +169,7 @@ pub trait ToolBackend: Send + Sync + 'static {
     }
 
     /// `reconstruct`; not registered until its issue lands.
-    fn reconstruct(&self, _args: wire::ReconstructArgs) -> ToolResult {
+    fn reconstruct(&self, _args: wire::ReconstructArgs, _progress: &Progress<'_>) -> ToolResult {
         Err(ToolError::user(
             "reconstruct is not available in this build",
         ))

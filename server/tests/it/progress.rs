@@ -1,5 +1,6 @@
 //! Progress and cancellation of long calls through the real binary over stdio: an
-//! `import_memories` sent with a `progressToken` gets `notifications/progress` for that token,
+//! `import_memories` (and `check_health` with fix, `reconstruct`) sent with a `progressToken`
+//! gets `notifications/progress` for that token,
 //! counting up to the rows imported, all before its answer; one sent without gets none; and an
 //! import cancelled with `notifications/cancelled` right after it was sent leaves the store
 //! with all of the file or none of it, never a part.
@@ -91,6 +92,17 @@ fn a_long_call_with_a_progress_token_reports_before_its_answer() {
         .map(|n| n["params"]["progress"].as_f64().unwrap())
         .collect();
     assert_eq!(steps, vec![0.0, 1.0, 2.0, 3.0]);
+    // reconstruct's phases: recall, (pro's deeper recall), assembly, done.
+    let reply = session.request(
+        "tools/call",
+        json!({"name": "reconstruct", "arguments": {"agent_id": "imp", "query": "orchard",
+                                                     "mode": "pro"},
+               "_meta": {"progressToken": "rc"}}),
+    );
+    assert_eq!(reply["result"]["isError"], false, "{reply}");
+    let steps = progress_of(&session.take_notifications(), "rc");
+    let done: Vec<f64> = steps.iter().map(|s| s.0).collect();
+    assert_eq!(done, vec![0.0, 1.0, 2.0, 3.0], "{steps:?}");
     session.finish();
 }
 

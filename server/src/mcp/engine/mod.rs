@@ -92,8 +92,8 @@ impl ToolBackend for EngineBackend {
         recall::recall_args(self, args)
     }
 
-    fn reconstruct(&self, args: wire::ReconstructArgs) -> ToolResult {
-        reconstruct::reconstruct(self, args)
+    fn reconstruct(&self, args: wire::ReconstructArgs, progress: &Progress<'_>) -> ToolResult {
+        reconstruct::reconstruct(self, args, progress)
     }
 
     fn recall_with_context(&self, args: wire::RecallWithContextArgs) -> ToolResult {

@@ -13,7 +13,11 @@ use crate::mcp::engine::convert::{encode, engine_error};
 use crate::mcp::wire;
 
 /// `reconstruct`.
-pub(crate) fn reconstruct(backend: &EngineBackend, args: wire::ReconstructArgs) -> ToolResult {
+pub(crate) fn reconstruct(
+    backend: &EngineBackend,
+    args: wire::ReconstructArgs,
+    progress: &cpersona_engine::progress::Progress<'_>,
+) -> ToolResult {
     let time_cue = crate::mcp::engine::convert::engine_cue(args.time_cue.as_ref())?;
     let mode = match (args.mode, args.lite) {
         (Some(_), Some(_)) => {
@@ -47,7 +51,7 @@ pub(crate) fn reconstruct(backend: &EngineBackend, args: wire::ReconstructArgs) 
     };
     let result = backend
         .engine()
-        .reconstruct(&request)
+        .reconstruct_with(&request, progress)
         .map_err(engine_error)?;
     // The engine builds the body it counted under a mode's token cap; only the trace's
     // timings are added here (the cap never applies under `trace`).

@@ -2,7 +2,8 @@
 //! only routes; bundling, quoting and budgeting live in the engine (`reconstruct/`).
 
 use rmcp::model::{CallToolResult, JsonObject};
-use rmcp::{tool, tool_router};
+use rmcp::service::RequestContext;
+use rmcp::{RoleServer, tool, tool_router};
 
 use crate::mcp::validate::input_schema;
 use crate::mcp::{McpServer, always_load, wire};
@@ -22,8 +23,12 @@ impl McpServer {
         meta = always_load(),
         annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
     )]
-    async fn reconstruct(&self, args: JsonObject) -> CallToolResult {
-        self.call("reconstruct", args, |b, a| b.reconstruct(a))
+    async fn reconstruct(
+        &self,
+        args: JsonObject,
+        context: RequestContext<RoleServer>,
+    ) -> CallToolResult {
+        self.call_watched("reconstruct", args, &context, |b, a, p| b.reconstruct(a, p))
             .await
     }
 }
