@@ -11,7 +11,11 @@ import os
 import sys
 
 from selenium import webdriver
-from selenium.common.exceptions import NoAlertPresentException, StaleElementReferenceException
+from selenium.common.exceptions import (
+    NoAlertPresentException,
+    StaleElementReferenceException,
+    WebDriverException,
+)
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions
@@ -44,19 +48,31 @@ def main():
     done = []
     try:
         base, agent = args.base, args.agent
-        wait = WebDriverWait(driver, 20, ignored_exceptions=[StaleElementReferenceException])
+        wait = WebDriverWait(driver, 20, ignored_exceptions=[WebDriverException])
 
         def shot(name):
             driver.save_screenshot(os.path.join(args.screenshots, f"{name}.png"))
 
         def body():
-            return driver.find_element(By.TAG_NAME, "body").text
+            # Retried through a page swap (a node of the page being replaced fails to read).
+            return wait.until(lambda d: d.find_element(By.TAG_NAME, "body").text)
+
+        def gone(old):
+            # The old page's root is gone once asking about it fails: chromedriver says so as
+            # a stale reference or, mid-swap, as "does not belong to the document".
+            def check(_driver):
+                try:
+                    old.is_enabled()
+                    return False
+                except (StaleElementReferenceException, WebDriverException):
+                    return True
+            return check
 
         def submit(element):
             # Click, then wait for the next page to replace this one.
             old = driver.find_element(By.TAG_NAME, "html")
             element.click()
-            wait.until(expected_conditions.staleness_of(old))
+            wait.until(gone(old))
 
         def open_page(path, expect):
             driver.get(base + path)
@@ -161,7 +177,7 @@ def main():
             if not box.is_selected():
                 box.click()
             form.find_element(By.CSS_SELECTOR, "button.danger").click()
-            WebDriverWait(driver, 10, ignored_exceptions=[StaleElementReferenceException]).until(expected_conditions.alert_is_present())
+            WebDriverWait(driver, 10, ignored_exceptions=[WebDriverException]).until(expected_conditions.alert_is_present())
             return driver.switch_to.alert
 
         press_delete().dismiss()
