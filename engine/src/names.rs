@@ -59,7 +59,7 @@ pub(crate) fn project_ids(
 pub const WEEK_MS: i64 = 7 * 24 * 3600 * 1000;
 
 /// What one agent holds, counted in SQL (no listing, no integrity check): for an overview.
-#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct AgentSummary {
     /// Memories.
     pub memories: usize,

@@ -25,7 +25,7 @@ pub use choice::BlockChoice;
 pub const MAX_BLOCK_CHARS: usize = 739;
 
 /// One block: `[start, end)` in characters.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct Block {
     /// First character.
     pub start: usize,
@@ -301,7 +301,7 @@ pub struct BlockVectors<'a> {
 }
 
 /// Which quantisation ranked the blocks.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum BlockOrder {
     /// int8 cosine: every block had codes of the query's width.
@@ -311,7 +311,7 @@ pub enum BlockOrder {
 }
 
 /// A ranked block.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct RankedBlock {
     /// The block's index in its record.
     pub index: usize,

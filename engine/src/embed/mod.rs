@@ -88,7 +88,7 @@ pub enum EmbedHealth {
 }
 
 /// Severity of a degraded embedder, as CPersona's advisory names it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, schemars::JsonSchema)]
 pub enum Severity {
     /// Configured that way (no model installed): works, recall is weaker.
     Hint,

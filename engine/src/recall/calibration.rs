@@ -168,7 +168,7 @@ pub fn precision_label(beta: f64) -> &'static str {
 }
 
 /// What `set_recall_precision` did.
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct PrecisionOutcome {
     /// The agent.
     pub agent_id: String,

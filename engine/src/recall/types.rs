@@ -62,7 +62,7 @@ pub struct RecallQuery {
 }
 
 /// Milliseconds spent per stage.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
 pub struct RecallTimings {
     /// Embedding the query.
     pub embed_ms: f64,
@@ -79,7 +79,7 @@ pub struct RecallTimings {
 }
 
 /// A recall's answer: the response body plus what degraded, and the trace when asked.
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct RecallResult {
     /// The response body.
     pub response: RecallResponse,
@@ -113,7 +113,7 @@ pub struct RecallResult {
 }
 
 /// A stored calibration and where it came from.
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct CalibrationOutcome {
     /// The agent calibrated.
     pub agent_id: String,

@@ -94,7 +94,7 @@ pub struct ReconstructRequest {
 }
 
 /// A reconstruct's answer: the response body, recall's notices and where the time went.
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct ReconstructResult {
     /// The response body.
     pub response: ReconstructResponse,

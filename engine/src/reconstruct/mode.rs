@@ -17,7 +17,7 @@ use crate::reconstruct::stages::places::ProPlaces;
 use crate::reconstruct::tokens::cl100k_tokens;
 
 /// A reconstruct `mode`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ReconstructMode {
     /// Compact: a 2,800-character default budget, no relation walk, 3,000 tokens at most.

@@ -26,7 +26,7 @@ use crate::store::target::record_identity;
 use crate::store::{Store, lock};
 
 /// What one step did.
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct ReembedStep {
     /// Memories and episodes that got the target's vector.
     pub embedded: usize,

@@ -28,7 +28,7 @@ pub struct QueueStatus {
 }
 
 /// What one drain did.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct DrainOutcome {
     /// Rows that got their vector.
     pub embedded: usize,

@@ -196,7 +196,7 @@ impl ReplayChanges {
 }
 
 /// A stage the replay could not answer from the trace alone.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Rerun {
     /// `arms` (candidate generation) or `hydrate`.
     pub stage: &'static str,
@@ -205,7 +205,7 @@ pub struct Rerun {
 }
 
 /// A replay's result.
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct ReplayOutcome {
     /// The changes applied, as given.
     pub changes: Vec<String>,

@@ -39,7 +39,7 @@ pub struct DegradedEmbedder {
 }
 
 /// Vectors of one table, counted against the configured embedder.
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct TableVectors {
     /// `memories` or `episodes`.
     pub table: &'static str,
@@ -63,7 +63,7 @@ impl TableVectors {
 }
 
 /// Rows carrying one embedder identity.
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct ModelRows {
     /// The model id on the rows.
     pub model_id: String,
@@ -74,7 +74,7 @@ pub struct ModelRows {
 }
 
 /// The embedding queue.
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct QueueFacts {
     /// Rows waiting for a vector.
     pub pending: u64,
@@ -89,7 +89,7 @@ pub struct QueueFacts {
 }
 
 /// One FTS5 table against its content table.
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct FtsFacts {
     /// The FTS table, e.g. `memories_fts`.
     pub table: &'static str,
@@ -102,7 +102,7 @@ pub struct FtsFacts {
 }
 
 /// Text stored twice by one agent.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct DuplicateFacts {
     /// Groups of identical rows (same agent, project, channel, text, source and metadata).
     pub exact_groups: u64,
@@ -120,7 +120,7 @@ pub struct DuplicateFacts {
 }
 
 /// Rows longer than the content cap.
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct OversizeFacts {
     /// `memories` or `episodes`.
     pub table: &'static str,
@@ -133,7 +133,7 @@ pub struct OversizeFacts {
 }
 
 /// Rows timestamped ahead of the clock.
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct FutureFacts {
     /// `memories.created_at_ms`, `memories.timestamp_ms` or `episodes.created_at_ms`.
     pub column: &'static str,
@@ -144,7 +144,7 @@ pub struct FutureFacts {
 }
 
 /// Rows whose JSON column does not parse.
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct JsonFacts {
     /// `memories.source` or `memories.metadata`.
     pub column: &'static str,
@@ -155,7 +155,7 @@ pub struct JsonFacts {
 }
 
 /// One stored calibration row.
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct CalibrationRow {
     /// The agent (`""` = global).
     pub agent_id: String,
@@ -181,7 +181,7 @@ pub struct CalibrationFacts {
 }
 
 /// One table's index generation, as `Engine::index_status` reports it.
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct IndexFacts {
     /// `memories` or `episodes`.
     pub table: &'static str,
@@ -208,7 +208,7 @@ pub struct SchemaFacts {
 }
 
 /// A configuration entry that is set but has no effect (the server lists them).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct UnusedSetting {
     /// Its name.
     pub name: String,

@@ -30,7 +30,7 @@ pub struct ConvertProgress {
 
 /// The CPersona file as it was when converted; a later start compares it to warn when the
 /// original has changed since (the converted store does not follow it).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SourceStamp {
     /// Canonical path.
     pub path: String,
@@ -70,7 +70,7 @@ impl SourceStamp {
 }
 
 /// Counts carried, per kind.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct Carried {
     pub memories: usize,
     pub episodes: usize,
@@ -90,7 +90,7 @@ pub struct Carried {
 }
 
 /// A table (or file) of the original that has no place here.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct NotCarried {
     pub what: String,
     pub rows: i64,
@@ -98,7 +98,7 @@ pub struct NotCarried {
 }
 
 /// A conversion's report.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct ConvertOutcome {
     pub ok: bool,
     pub dry_run: bool,
@@ -156,7 +156,7 @@ pub(super) fn instant_or(text: Option<&str>, outcome: &mut ConvertOutcome, what:
 }
 
 /// One group of CPersona vectors and what the conversion does with it.
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct VectorGroup {
     /// `memories` or `episodes`.
     pub table: &'static str,

@@ -40,7 +40,7 @@ use crate::scope::Scope;
 pub(crate) const MAX_COUNTED_TERMS: usize = 32;
 
 /// How the lexical cap chose the rows bm25 ranked (see the module doc).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum CapPolicy {
     /// The rarest terms, OR-joined, whose counts sum to at most the cap.
@@ -52,7 +52,7 @@ pub enum CapPolicy {
 }
 
 /// One table on which the lexical cap acted.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct CapActed {
     /// `memories` or `episodes`.
     pub table: &'static str,

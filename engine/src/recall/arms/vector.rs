@@ -49,14 +49,14 @@ pub(crate) struct VectorLists {
 }
 
 /// How the vector arm ran, per table, for notes and the trace.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct VectorReport {
     /// Per table, memories first.
     pub tables: Vec<VectorTableReport>,
 }
 
 /// How one table was searched.
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct VectorTableReport {
     /// The table.
     pub table: IndexTable,

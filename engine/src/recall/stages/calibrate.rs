@@ -20,7 +20,7 @@ use serde::Serialize;
 use super::gate::round4;
 
 /// How the threshold is placed on the null distribution (CPersona's `method`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
 pub enum ThresholdMethod {
     /// The point that best separates the null from the positive pairs, `TPR + β·(1 − FPR)`.
     #[default]
@@ -44,7 +44,7 @@ impl ThresholdMethod {
 }
 
 /// Calibration settings (the caller passes them; defaults are CPersona's).
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct CalibrationParams {
     /// How the threshold is placed (`separation` by default, as CPersona 2.6.14).
     pub method: ThresholdMethod,

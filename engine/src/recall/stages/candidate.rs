@@ -51,7 +51,7 @@ impl Arm {
 }
 
 /// One row as one arm ranked it.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct ArmHit {
     /// The row.
     #[serde(rename = "ref")]
@@ -78,7 +78,7 @@ impl ArmHit {
 }
 
 /// One arm's ranked output, handed to fusion.
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct ArmList {
     /// Which arm.
     pub arm: Arm,
@@ -99,7 +99,7 @@ impl ArmList {
 }
 
 /// One arm's vote for a fused candidate.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct Vote {
     /// The arm.
     pub arm: Arm,
@@ -113,7 +113,7 @@ pub struct Vote {
 }
 
 /// A row after fusion: its fused score and every arm's vote, in fusion order.
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct FusedCandidate {
     /// The row.
     #[serde(rename = "ref")]

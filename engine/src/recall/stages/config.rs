@@ -13,7 +13,7 @@ use super::shape::ShapeConfig;
 use crate::error::RecallError;
 
 /// Settings of the recall stages.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct RecallConfig {
     /// Fusion mode (default rrf, CPersona's `CPERSONA_RECALL_MODE`).
     pub fusion: FusionMode,

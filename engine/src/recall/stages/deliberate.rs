@@ -31,7 +31,7 @@ pub struct Sufficiency {
 }
 
 /// The sufficiency rule that held for a stage.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SufficiencyRule {
     /// The best envelope row's cosine leads the second's by at least [`SEPARATION`].
@@ -89,7 +89,7 @@ pub fn judge(found: &[CueRow], seats: usize, sufficiency: &Sufficiency) -> Optio
 }
 
 /// The loop's bounds (reported when one acts).
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CueConfig {
     /// Rows of the envelope ranked for the cue (shipped `DEPTH = 50`), independent of count.
     pub depth: usize,
@@ -115,7 +115,7 @@ impl Default for CueConfig {
 }
 
 /// One row of the envelope fetch.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct CueRow {
     /// The row.
     #[serde(rename = "ref")]
@@ -127,7 +127,7 @@ pub struct CueRow {
 }
 
 /// Why a stage ended the loop or revised the envelope.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum StageOutcome {
     /// Sufficient (the stage's `sufficient` says by which rule).
@@ -153,7 +153,7 @@ pub enum LoopLimit {
 }
 
 /// One stage, for the trace.
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct StageReport {
     /// 0-based.
     pub stage: usize,
@@ -173,7 +173,7 @@ pub struct StageReport {
 }
 
 /// The loop as it ran.
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct LoopReport {
     /// The policy version.
     pub policy: &'static str,
@@ -196,7 +196,7 @@ pub struct LoopReport {
 }
 
 /// What the loop decided.
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct LoopOutcome {
     /// The final stage's confidence.
     pub confidence: CueConfidence,

@@ -33,7 +33,7 @@ pub enum ExcerptBasis {
 }
 
 /// An excerpt and where it lies in the stored text.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Excerpt {
     /// The quoted text.
     pub text: String,

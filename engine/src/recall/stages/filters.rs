@@ -41,7 +41,7 @@ pub struct RowFacts {
 }
 
 /// How many hits each filter removed (a hit listed by two arms counts twice).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct FilterReport {
     /// Hits whose content matched `exclude_contents`.
     pub excluded: usize,

@@ -16,7 +16,7 @@ use super::candidate::{Arm, ArmList, FusedCandidate, Vote};
 use crate::refs::Ref;
 
 /// Which fusion runs.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FusionMode {
     /// Reciprocal rank fusion (CPersona's default).
@@ -28,7 +28,7 @@ pub enum FusionMode {
 
 /// A weight per arm. CPersona weighs every arm 1 except the far vector list
 /// (`CPERSONA_PRIOR_FAR_WEIGHT`, default 1).
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct ArmWeights {
     /// Near vector list.
     pub vector_near: f64,

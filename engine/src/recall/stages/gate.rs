@@ -19,7 +19,7 @@ use super::candidate::FusedCandidate;
 use crate::refs::Ref;
 
 /// Gate settings.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct GateConfig {
     /// False turns the gate off: every candidate passes (`CPERSONA_FUSED_GATE_ENABLED`
     /// plays this part in CPersona).
@@ -47,7 +47,7 @@ impl Default for GateConfig {
 }
 
 /// What the gate knows about this recall besides the candidates.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct GateInput {
     /// The calibrated cosine threshold for the agent (else the global one), if any.
     pub calibrated: Option<f64>,
@@ -58,7 +58,7 @@ pub struct GateInput {
 }
 
 /// Where the threshold came from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ThresholdOrigin {
     /// A calibration of this corpus.
@@ -70,7 +70,7 @@ pub enum ThresholdOrigin {
 }
 
 /// Why a candidate passed or not.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum GateReason {
     /// Its cosine cleared the threshold.
@@ -86,7 +86,7 @@ pub enum GateReason {
 }
 
 /// One candidate's verdict, for the trace.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct GateDecision {
     /// The row.
     #[serde(rename = "ref")]
@@ -101,7 +101,7 @@ pub struct GateDecision {
 }
 
 /// The gate's account of one recall.
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct GateReport {
     /// The cosine threshold applied (after the deep factor).
     pub threshold: f64,

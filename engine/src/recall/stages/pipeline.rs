@@ -55,7 +55,7 @@ pub struct RecallResponse {
 }
 
 /// What each stage saw, for the trace.
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct RecallStages {
     /// The per-arm depth used.
     pub depth: usize,
@@ -83,7 +83,7 @@ pub struct RecallStages {
 }
 
 /// What the cue did to one pass.
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct CueApplied {
     /// Rows of the answer the prior moved up (membership unchanged).
     pub moved: usize,
@@ -132,7 +132,7 @@ pub struct CueResponse {
 }
 
 /// A whole pure recall pass.
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct RecallOutcome {
     /// The response.
     pub response: RecallResponse,

@@ -10,7 +10,7 @@ use crate::error::RecallError;
 use crate::refs::Ref;
 
 /// The server-side Recall Depth: the per-arm candidate depth the fusion sees.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct RecallDepth {
     /// The least depth an operator may set.
     pub floor: usize,
@@ -65,7 +65,7 @@ impl Default for RecallDepth {
 }
 
 /// The response count's cut of the gated list.
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct CountCut {
     /// The `limit` applied.
     pub limit: usize,

@@ -25,7 +25,7 @@ pub struct Hydrated {
 }
 
 /// Preview-tier settings.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct ShapeConfig {
     /// Characters of content a row shows before it is cut; 0 disables the preview tier.
     pub preview_chars: usize,

@@ -5,7 +5,7 @@ use crate::error::{Error, Result};
 
 /// Reconstruct's settings (design §7, reference cpersona-2.6.14 §4 and §7 "Reconstruct").
 /// The defaults are the shipped line's, not the design page's where they differ.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct ReconstructConfig {
     /// Items when the caller names no count. **[design≠code]** the design page says 1; the
     /// shipped 2.6 line (reference §4.1) ships 10, the value a reader measurement asked for,

@@ -62,7 +62,7 @@ impl IndexTable {
 }
 
 /// What one rebuild did.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct RebuildOutcome {
     /// The table.
     pub table: IndexTable,

@@ -37,7 +37,7 @@ pub(crate) const FLUSH_MAX_CHANGES: usize = 16_384;
 const GARBAGE_MIN_AGE: Duration = Duration::from_secs(60);
 
 /// What one flush did.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct FlushOutcome {
     /// The table.
     pub table: IndexTable,
@@ -55,7 +55,7 @@ pub struct FlushOutcome {
 }
 
 /// What one merge did.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct MergeReport {
     /// The table.
     pub table: IndexTable,
@@ -71,7 +71,7 @@ pub struct MergeReport {
 const FTS_MERGE_PAGES: i64 = 256;
 
 /// What one maintenance pass did, per table.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct MaintainOutcome {
     /// Flushes that landed or raced (a table already fresh is absent).
     pub flushed: Vec<FlushOutcome>,

@@ -26,7 +26,7 @@ pub mod loop_codes;
 pub use loop_codes::{EnvelopeFetch, LoopInputs};
 
 /// One failure code (design §8).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum FailureCode {
     /// The information was never stored (or is stored outside this recall's scope).
@@ -72,7 +72,7 @@ pub enum FailureCode {
 }
 
 /// What the store says about the expected row (read in and out of the recall's scope).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct RowFacts {
     /// The row exists at all.
     pub exists: bool,
@@ -85,7 +85,7 @@ pub struct RowFacts {
 }
 
 /// One counterfactual tried.
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Counterfactual {
     /// The one change.
     pub change: String,
@@ -99,7 +99,7 @@ pub struct Counterfactual {
 }
 
 /// The attribution of one expected ref.
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Attribution {
     /// The ref expected.
     #[serde(
