@@ -91,9 +91,7 @@ pub use memories::{
     StoreResult, TimestampAhead, UnlockMemoryOutcome, UpdateMemoryOutcome, UpdateMemoryRequest,
 };
 pub use names::{AgentSummary, WEEK_MS};
-pub use portability::cpersona::{
-    self as cpersona, ConvertOutcome, ConvertProgress, ConvertRequest, SourceStamp,
-};
+pub use portability::cpersona::{self as cpersona, ConvertOutcome, ConvertRequest, SourceStamp};
 pub use portability::{
     ExportOutcome, ExportRequest, ImportOutcome, ImportRequest, MergeMode, MergeOutcome,
     MergeRequest,
@@ -138,12 +136,13 @@ pub struct Engine {
 
 impl Engine {
     /// Converts a CPersona store (read-only) into a new store at `config.db_path`, created
-    /// here; the report lists what was carried and what was not. `progress` sees rows read.
+    /// here; the report lists what was carried and what was not. `progress` hears of the rows
+    /// read (of the total).
     pub fn convert_cpersona(
         config: &EngineConfig,
         embedder: Arc<dyn Embedder>,
         req: &ConvertRequest,
-        progress: &mut dyn FnMut(ConvertProgress),
+        progress: &Progress<'_>,
     ) -> Result<ConvertOutcome> {
         portability::cpersona::convert(config, embedder, req, progress)
     }

@@ -2,9 +2,9 @@
 //! the caller's transaction (the bulk FTS path for large batches, `super::bulk`). It never
 //! parses or validates input; `import.rs` has done that before anything is written.
 
-use rusqlite::{Transaction, params};
+use rusqlite::{OptionalExtension, Transaction, params};
 
-use super::record::{Embedding, ImportOutcome, Record};
+use super::record::{Axes, Embedding, ImportOutcome, Record};
 use crate::error::Result;
 use crate::store::VectorTarget;
 
@@ -207,4 +207,31 @@ fn finish_embedding(
         }
     }
     Ok(())
+}
+
+/// The memory a row with these axes, `content` and `msg_id` would duplicate (the dedup
+/// buckets: the same content in its channel, or the same non-empty msg_id), the oldest first.
+pub(super) fn memory_twin(
+    tx: &Transaction<'_>,
+    axes: &Axes,
+    content: &str,
+    msg_id: &str,
+) -> Result<Option<i64>> {
+    Ok(tx
+        .prepare_cached(
+            "SELECT id FROM memories WHERE agent_id = ?1 AND project_id = ?2 AND \
+             ((channel = ?3 AND content = ?4) OR (?5 != '' AND msg_id = ?5)) \
+             ORDER BY id LIMIT 1",
+        )?
+        .query_row(
+            params![
+                axes.agent_id,
+                axes.project_id,
+                axes.channel,
+                content,
+                msg_id
+            ],
+            |r| r.get(0),
+        )
+        .optional()?)
 }

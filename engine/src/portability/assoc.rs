@@ -289,23 +289,7 @@ fn current_row(
             msg_id,
             content,
             ..
-        } => tx
-            .prepare_cached(
-                "SELECT id FROM memories WHERE agent_id = ?1 AND project_id = ?2 AND \
-                 ((channel = ?3 AND content = ?4) OR (?5 != '' AND msg_id = ?5)) \
-                 ORDER BY id LIMIT 1",
-            )?
-            .query_row(
-                params![
-                    axes.agent_id,
-                    axes.project_id,
-                    axes.channel,
-                    content,
-                    msg_id
-                ],
-                |r| r.get::<_, i64>(0),
-            )
-            .optional()?,
+        } => super::apply::memory_twin(tx, axes, content, msg_id)?,
         Record::Episode { axes, summary, .. } => tx
             .prepare_cached(
                 "SELECT id FROM episodes WHERE agent_id = ? AND project_id = ? AND channel = ? \

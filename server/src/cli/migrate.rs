@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use cpersona_engine::cpersona::{self, StoreKind};
-use cpersona_engine::{ConvertOutcome, ConvertProgress, ConvertRequest, Engine};
+use cpersona_engine::progress::{Progress, Step};
+use cpersona_engine::{ConvertOutcome, ConvertRequest, Engine};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::cli::{RunError, admin, open};
@@ -108,15 +109,22 @@ pub(crate) fn convert(
         ProgressStyle::with_template("converting {bar:40} {pos}/{len} rows ({elapsed})")
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
-    let mut on_progress = |p: ConvertProgress| {
-        bar.set_length(p.total);
-        bar.set_position(p.done);
+    let on_progress = |step: Step| {
+        if let Some(total) = step.total {
+            bar.set_length(total);
+        }
+        bar.set_position(step.done);
     };
     let request = ConvertRequest {
         source: from.to_path_buf(),
         dry_run,
     };
-    let converted = Engine::convert_cpersona(&engine_config, embedder, &request, &mut on_progress);
+    let converted = Engine::convert_cpersona(
+        &engine_config,
+        embedder,
+        &request,
+        &Progress::new(Some(&on_progress), None),
+    );
     let mut outcome = match converted {
         Ok(outcome) => outcome,
         Err(err) => {

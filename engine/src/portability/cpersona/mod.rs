@@ -12,6 +12,7 @@ pub(crate) mod read;
 mod report;
 mod vectors;
 
+use crate::progress::Progress;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -27,9 +28,7 @@ use crate::time::parse_iso8601_ms;
 use rusqlite::{Transaction, params};
 
 pub use read::StoreKind;
-pub use report::{
-    Carried, ConvertOutcome, ConvertProgress, ConvertRequest, NotCarried, SourceStamp, VectorGroup,
-};
+pub use report::{Carried, ConvertOutcome, ConvertRequest, NotCarried, SourceStamp, VectorGroup};
 
 /// The `meta` key holding the stamp of the CPersona file a store was converted from.
 pub const SOURCE_META_KEY: &str = "converted_from_cpersona";
@@ -60,7 +59,7 @@ pub(crate) fn convert(
     config: &EngineConfig,
     embedder: Arc<dyn Embedder>,
     req: &ConvertRequest,
-    progress: &mut dyn FnMut(ConvertProgress),
+    progress: &Progress<'_>,
 ) -> Result<ConvertOutcome> {
     let source = Source::open(&req.source)?;
     let stamp = read::stamp(&req.source, &source)?;
@@ -78,7 +77,7 @@ pub(crate) fn convert(
     let total =
         (source.rows("memories") + source.rows("episodes") + source.rows("profiles")).max(0) as u64;
     let mut done = 0u64;
-    progress(ConvertProgress { done, total });
+    progress.report(done, Some(total), "rows read");
     let format = store.settings.embedding_format;
     let apply_target = (target.clone(), format);
     let bulk_min = config.import_bulk_min_rows;
@@ -99,7 +98,7 @@ pub(crate) fn convert(
                 explain_skipped(tx, &records, outcome)
             })?;
             done += n_rows;
-            progress(ConvertProgress { done, total });
+            progress.report(done, Some(total), "rows read");
         }
         let mut after = 0i64;
         loop {
@@ -145,7 +144,7 @@ pub(crate) fn convert(
                 super::apply::apply_batch(tx, &records, &apply_target, bulk_min, &mut counts)
             })?;
             done += n_rows;
-            progress(ConvertProgress { done, total });
+            progress.report(done, Some(total), "rows read");
         }
         let profiles: Vec<Record> = source
             .profiles()?
@@ -168,7 +167,7 @@ pub(crate) fn convert(
             record_meta(tx, &stamp, &plan, embedder.as_ref())
         })?;
         done += n_profiles as u64;
-        progress(ConvertProgress { done, total });
+        progress.report(done, Some(total), "rows read");
         Ok(())
     };
     if req.dry_run {
@@ -305,22 +304,7 @@ fn explain_skipped(
         if present {
             continue;
         }
-        let twin: Option<i64> = tx
-            .prepare_cached(
-                "SELECT id FROM memories WHERE agent_id = ?1 AND project_id = ?2 AND \
-                 ((channel = ?3 AND content = ?4) OR (?5 != '' AND msg_id = ?5)) LIMIT 1",
-            )?
-            .query_row(
-                params![
-                    axes.agent_id,
-                    axes.project_id,
-                    axes.channel,
-                    content,
-                    msg_id
-                ],
-                |r| r.get(0),
-            )
-            .ok();
+        let twin = crate::portability::apply::memory_twin(tx, axes, content, msg_id)?;
         outcome.carried.locked -= usize::from(*locked);
         outcome.carried.recall_counters -= usize::from(*recall_count > 0);
         outcome.refuse(match twin {

@@ -21,13 +21,6 @@ pub struct ConvertRequest {
     pub dry_run: bool,
 }
 
-/// Where a conversion stands, for a progress bar: rows read so far of `total`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ConvertProgress {
-    pub done: u64,
-    pub total: u64,
-}
-
 /// The CPersona file as it was when converted; a later start compares it to warn when the
 /// original has changed since (the converted store does not follow it).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -14,6 +14,7 @@ use super::report::VectorGroup;
 use crate::embed::Embedder;
 use crate::error::Result;
 use crate::portability::record::Embedding;
+use crate::recall::stages::propagation::cosine;
 use crate::store::VectorTarget;
 use crate::vector::{EmbeddingFormat, decode, encode};
 
@@ -177,7 +178,8 @@ fn same_vectors(
         let Some(stored) = decode(blob, EmbeddingFormat::F32) else {
             return Ok(Err("a stored vector is not float32".into()));
         };
-        let cos = cosine(&stored, now);
+        // A stored or new vector without length (or of another width) matches nothing.
+        let cos = cosine(&stored, now).unwrap_or(0.0);
         lowest = lowest.min(cos);
     }
     if lowest >= SAME_VECTOR_COSINE {
@@ -187,21 +189,4 @@ fn same_vectors(
             "re-embedding a sample of its texts gives other vectors (lowest cosine {lowest:.3})"
         )))
     }
-}
-
-fn cosine(a: &[f32], b: &[f32]) -> f64 {
-    if a.len() != b.len() {
-        return 0.0;
-    }
-    let (mut dot, mut na, mut nb) = (0f64, 0f64, 0f64);
-    for (x, y) in a.iter().zip(b) {
-        let (x, y) = (f64::from(*x), f64::from(*y));
-        dot += x * y;
-        na += x * x;
-        nb += y * y;
-    }
-    if na <= 0.0 || nb <= 0.0 {
-        return 0.0;
-    }
-    dot / (na.sqrt() * nb.sqrt())
 }
