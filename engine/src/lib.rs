@@ -483,7 +483,7 @@ impl Engine {
     /// `deep_check`: CPersona's heuristic data-quality checks over one agent, repairing the
     /// two repairable ones with `fix`.
     pub fn deep_check(&self, req: &DeepRequest) -> Result<DeepOutcome> {
-        deep::deep_check(&self.store, &self.config, req)
+        deep::deep_check(&self.store, req)
     }
 
     /// What `agent_id` holds (row counts, a profile, memories per week), counted in SQL:

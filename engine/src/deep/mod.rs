@@ -15,11 +15,8 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use crate::config::EngineConfig;
 use crate::error::{Error, Result};
-use crate::health::report::HealthRequest;
 use crate::memories::{MemoryIdRequest, delete_memory};
-use crate::progress::Progress;
 use crate::store::Store;
 use crate::text::check_agent;
 use crate::time::{format_ms, now_ms};
@@ -75,11 +72,7 @@ pub struct DeepOutcome {
 }
 
 /// Runs the selected deep checks over `req.agent_id`'s rows.
-pub(crate) fn deep_check(
-    store: &Store,
-    config: &EngineConfig,
-    req: &DeepRequest,
-) -> Result<DeepOutcome> {
+pub(crate) fn deep_check(store: &Store, req: &DeepRequest) -> Result<DeepOutcome> {
     check_agent(&req.agent_id)?;
     let unknown: Vec<&str> = req
         .checks
@@ -112,7 +105,7 @@ pub(crate) fn deep_check(
             "short_content" => short_content(store, agent, fix)?,
             "stale_profile" => stale_profile(store, agent)?,
             "orphaned_episodes" => orphaned_episodes(store, agent)?,
-            "calibration_staleness" => calibration_staleness(store, config, agent)?,
+            "calibration_staleness" => calibration_staleness(store, agent)?,
             "near_duplicate" => near_duplicate(store, agent)?,
             "unnormalized_content" => unnormalized_content(store, agent)?,
             _ => embedding_norm(store, agent)?,
@@ -250,17 +243,9 @@ fn orphaned_episodes(store: &Store, agent: &str) -> Result<Value> {
     Ok(result)
 }
 
-/// The `calibration_staleness` health check's judgment for this agent.
-fn calibration_staleness(store: &Store, config: &EngineConfig, agent: &str) -> Result<Value> {
-    let req = HealthRequest {
-        agent_id: agent.to_owned(),
-        checks: vec!["calibration_staleness".to_owned()],
-        ..HealthRequest::default()
-    };
-    let report = crate::health::check_health(store, config, &req, &Progress::none())?;
-    let Some(finding) = report.finding("calibration_staleness") else {
-        return Ok(json!({"status": "not_applicable"}));
-    };
+/// The `calibration_staleness` health check's judgment for this agent (its own read only).
+fn calibration_staleness(store: &Store, agent: &str) -> Result<Value> {
+    let finding = crate::health::calibration_finding(store, agent)?;
     let status = match finding.severity {
         crate::health::stages::Severity::Ok => "ok",
         _ => "stale",
@@ -278,7 +263,7 @@ fn near_duplicate(store: &Store, agent: &str) -> Result<Value> {
     if rows.len() < 2 {
         return Ok(json!({"pairs": 0, "rows_scanned": rows.len()}));
     }
-    let vectors: Vec<Vec<f32>> = rows.iter().map(|r| r.vector.clone()).collect();
+    let vectors: Vec<&[f32]> = rows.iter().map(|r| r.vector.as_slice()).collect();
     let texts: Vec<&str> = rows.iter().map(|r| r.text.as_str()).collect();
     let (count, pairs) =
         stages::near_duplicate_pairs(&vectors, &texts, stages::NEAR_DUPLICATE_SAMPLES);

@@ -111,7 +111,7 @@ pub struct NearPair {
 /// are `duplicate_content`'s), counted; the `limit` best as samples, by cosine rounded to 4
 /// places descending, then position (the order CPersona's stable sort gives).
 pub fn near_duplicate_pairs(
-    vectors: &[Vec<f32>],
+    vectors: &[&[f32]],
     texts: &[&str],
     limit: usize,
 ) -> (usize, Vec<NearPair>) {
@@ -203,7 +203,8 @@ mod tests {
     #[test]
     fn near_duplicates_skip_exact_copies_and_rank_by_cosine() {
         let v = |x: f32| vec![1.0, x, 0.0];
-        let vectors = vec![v(0.0), v(0.01), v(0.5), v(0.0)];
+        let owned = [v(0.0), v(0.01), v(0.5), v(0.0)];
+        let vectors: Vec<&[f32]> = owned.iter().map(Vec::as_slice).collect();
         let texts = ["a", "b", "c", "a"];
         let (count, samples) = near_duplicate_pairs(&vectors, &texts, 20);
         // (0,1) and (1,3) are near; (0,3) is an exact copy; row 2 is far from all.

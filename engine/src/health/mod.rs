@@ -102,6 +102,24 @@ pub(crate) fn session_findings(
     ))
 }
 
+/// The `calibration_staleness` finding of `agent` alone: its own read, without the stats
+/// and index facts a whole run gathers (for `deep_check`).
+pub(crate) fn calibration_finding(store: &Store, agent: &str) -> Result<Finding> {
+    calibration_staleness(store, agent, &checks::vectors::embedder(store))
+}
+
+fn calibration_staleness(
+    store: &Store,
+    agent: &str,
+    embedder: &stages::facts::EmbedderFacts,
+) -> Result<Finding> {
+    Ok(judge::calibration_staleness(
+        &checks::calibration::calibration(store, agent)?,
+        &embedder.store_model_id,
+        embedder.store_dim,
+    ))
+}
+
 /// The registry names of `checks` (every check when empty), in registry order.
 fn select(checks: &[String]) -> Result<Vec<&'static str>> {
     let mut wanted = Vec::new();
@@ -200,11 +218,7 @@ fn run(
                 rows::future_timestamp(&ahead, now)
             }
             "invalid_json" => rows::invalid_json(&checks::rows::json(store, agent)?),
-            "calibration_staleness" => judge::calibration_staleness(
-                &checks::calibration::calibration(store, agent)?,
-                &embedder.store_model_id,
-                embedder.store_dim,
-            ),
+            "calibration_staleness" => calibration_staleness(store, agent, &embedder)?,
             "schema_version" => judge::schema_version(&checks::store::schema(&stats)),
             "sqlite_integrity" => judge::sqlite_integrity(&checks::store::schema(&stats)),
             "settings" => judge::settings(&req.unused_settings),
