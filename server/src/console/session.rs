@@ -128,6 +128,11 @@ impl Sessions {
         if map.len() >= MAX_SESSIONS
             && let Some(oldest) = map.values().min_by_key(|s| s.created).map(|s| s.id.clone())
         {
+            // Said in the operator log: that browser finds itself at the login page.
+            tracing::info!(
+                sessions = MAX_SESSIONS,
+                "console: the oldest session ended to make room for a new login"
+            );
             map.remove(&oldest);
         }
         map.insert(session.id.clone(), Arc::clone(&session));

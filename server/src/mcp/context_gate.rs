@@ -64,29 +64,3 @@ pub(crate) fn check(loader: &Loader, request: &mut CallToolRequestParams) -> Gat
         }
     }
 }
-
-/// `result` with `fields` added to its body, text and structured content alike.
-pub(crate) fn annotate(
-    mut result: CallToolResult,
-    fields: &[(&'static str, Value)],
-) -> CallToolResult {
-    if fields.is_empty() {
-        return result;
-    }
-    for content in &mut result.content {
-        if let ContentBlock::Text(text) = content
-            && let Ok(Value::Object(mut body)) = serde_json::from_str::<Value>(&text.text)
-        {
-            for (key, value) in fields {
-                body.insert((*key).to_owned(), value.clone());
-            }
-            text.text = Value::Object(body).to_string();
-        }
-    }
-    if let Some(Value::Object(body)) = &mut result.structured_content {
-        for (key, value) in fields {
-            body.insert((*key).to_owned(), value.clone());
-        }
-    }
-    result
-}

@@ -81,20 +81,3 @@ fn principal(over_http: bool, context: &RequestContext<RoleServer>) -> Option<Pr
         .and_then(|parts| parts.extensions.get::<Principal>())
         .cloned()
 }
-
-/// `result` with `resolved_agent_id: agent` added to its JSON body, as CPersona echoes an
-/// agent the connection named.
-pub(crate) fn with_resolved_agent(mut result: CallToolResult, agent: &str) -> CallToolResult {
-    for content in &mut result.content {
-        if let ContentBlock::Text(text) = content
-            && let Ok(Value::Object(mut body)) = serde_json::from_str::<Value>(&text.text)
-        {
-            body.insert("resolved_agent_id".to_owned(), Value::from(agent));
-            text.text = Value::Object(body).to_string();
-        }
-    }
-    if let Some(Value::Object(body)) = &mut result.structured_content {
-        body.insert("resolved_agent_id".to_owned(), Value::from(agent));
-    }
-    result
-}

@@ -300,6 +300,42 @@ fn with_structured_content(mut result: CallToolResult) -> CallToolResult {
     result
 }
 
+/// `result` with `fields` added to its JSON body, in the text and the structured content
+/// alike (what the ACL guard and the operating context's gate add to a tool's answer).
+fn with_fields(mut result: CallToolResult, fields: &[(&'static str, Value)]) -> CallToolResult {
+    if fields.is_empty() {
+        return result;
+    }
+    let insert = |body: &mut JsonObject| {
+        for (key, value) in fields {
+            body.insert((*key).to_owned(), value.clone());
+        }
+    };
+    // A tool's answer carries its body as structured content already: the text is that
+    // body's serialisation, written again rather than parsed back. A refusal has only text.
+    let text = match &mut result.structured_content {
+        Some(Value::Object(body)) => {
+            insert(body);
+            serde_json::to_string(body).ok()
+        }
+        _ => None,
+    };
+    for content in &mut result.content {
+        if let ContentBlock::Text(block) = content {
+            match &text {
+                Some(text) => block.text = text.clone(),
+                None => {
+                    if let Ok(Value::Object(mut body)) = serde_json::from_str(&block.text) {
+                        insert(&mut body);
+                        block.text = Value::Object(body).to_string();
+                    }
+                }
+            }
+        }
+    }
+    result
+}
+
 /// `_meta` that asks clients which defer tool loading to load this tool up front
 /// (CPersona sets it on `store`, `archive_episode` and `reconstruct`).
 pub(crate) fn always_load() -> MetaObject {
@@ -327,7 +363,7 @@ impl ServerHandler for McpServer {
             Guarded::Run(resolved_agent) => resolved_agent,
             Guarded::Refused(refusal) => return Ok(refusal.into()),
         };
-        let added = match self.operating.as_deref() {
+        let mut added = match self.operating.as_deref() {
             Some(loader) => match context_gate::check(loader, &mut request) {
                 context_gate::Gated::Refused(refusal) => {
                     return Ok(with_structured_content(refusal).into());
@@ -337,17 +373,16 @@ impl ServerHandler for McpServer {
             },
             None => Vec::new(),
         };
+        // CPersona echoes an agent the connection named.
+        if let Some(agent) = resolved_agent {
+            added.push(("resolved_agent_id", Value::from(agent)));
+        }
         let call = ToolCallContext::new(self, request, context);
-        let response = self.tool_router.call(call).await?;
-        Ok(match (response, resolved_agent) {
-            (CallToolResponse::Complete(result), Some(agent)) => with_structured_content(
-                context_gate::annotate(guard::with_resolved_agent(result, &agent), &added),
-            )
-            .into(),
-            (CallToolResponse::Complete(result), None) => {
-                with_structured_content(context_gate::annotate(result, &added)).into()
+        Ok(match self.tool_router.call(call).await? {
+            CallToolResponse::Complete(result) => {
+                with_structured_content(with_fields(result, &added)).into()
             }
-            (response, _) => response,
+            response => response,
         })
     }
 

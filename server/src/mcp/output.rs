@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 
 use crate::mcp::wire;
 
-/// What the ACL guard adds to every answer in ACL mode (`guard::with_resolved_agent`).
+/// What the ACL guard adds to every answer in ACL mode (`McpServer::call_tool`).
 #[derive(JsonSchema)]
 #[allow(dead_code)] // only its schema is used; the guard inserts the field itself
 struct GuardAdded {

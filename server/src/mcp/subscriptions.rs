@@ -58,14 +58,11 @@ impl Subscriptions {
         peer: Peer<RoleServer>,
         uri: String,
     ) {
-        let seen = {
-            let backend = Arc::clone(&backend);
-            let uri = uri.clone();
-            tokio::task::spawn_blocking(move || current(backend.as_ref(), &uri))
-                .await
-                .ok()
-                .flatten()
-        };
+        let seen = read_now(&backend, vec![uri.clone()])
+            .await
+            .into_iter()
+            .next()
+            .flatten();
         let start = {
             let mut watch = self.lock();
             watch.rows.insert(uri, seen);
@@ -85,21 +82,14 @@ impl Subscriptions {
     async fn watch(self, backend: Arc<dyn ToolBackend>, peer: Peer<RoleServer>) {
         loop {
             tokio::time::sleep(POLL).await;
-            let rows: Vec<(String, Option<u64>)> = self
+            let (uris, seen): (Vec<String>, Vec<Option<u64>>) = self
                 .lock()
                 .rows
                 .iter()
                 .map(|(uri, seen)| (uri.clone(), *seen))
-                .collect();
-            for (uri, seen) in rows {
-                let now = {
-                    let backend = Arc::clone(&backend);
-                    let uri = uri.clone();
-                    tokio::task::spawn_blocking(move || current(backend.as_ref(), &uri))
-                        .await
-                        .ok()
-                        .flatten()
-                };
+                .unzip();
+            let now = read_now(&backend, uris.clone()).await;
+            for ((uri, seen), now) in uris.into_iter().zip(seen).zip(now) {
                 if now == seen {
                     continue;
                 }
@@ -119,4 +109,17 @@ impl Subscriptions {
             }
         }
     }
+}
+
+/// What each of `uris` reads as now, all on one blocking thread (the backend is synchronous);
+/// empty if that thread failed, so a failed poll tells no one of a change.
+async fn read_now(backend: &Arc<dyn ToolBackend>, uris: Vec<String>) -> Vec<Option<u64>> {
+    let backend = Arc::clone(backend);
+    tokio::task::spawn_blocking(move || {
+        uris.iter()
+            .map(|uri| current(backend.as_ref(), uri))
+            .collect()
+    })
+    .await
+    .unwrap_or_default()
 }
