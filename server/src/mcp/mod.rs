@@ -361,7 +361,7 @@ impl ServerHandler for McpServer {
         };
         let resolved_agent = match guarded {
             Guarded::Run(resolved_agent) => resolved_agent,
-            Guarded::Refused(refusal) => return Ok(refusal.into()),
+            Guarded::Refused(refusal) => return Ok(with_structured_content(refusal).into()),
         };
         let mut added = match self.operating.as_deref() {
             Some(loader) => match context_gate::check(loader, &mut request) {

@@ -168,10 +168,10 @@ fn tool_body(reply: &HttpReply, what: &str) -> (bool, Value) {
     let text = result["content"][0]["text"]
         .as_str()
         .unwrap_or_else(|| panic!("{what}: {json}"));
-    (
-        result["isError"] == true,
-        serde_json::from_str(text).unwrap(),
-    )
+    let body: Value = serde_json::from_str(text).unwrap();
+    // Every answer, a denial included, carries its body as structured content too.
+    assert_eq!(result["structuredContent"], body, "{what}: {json}");
+    (result["isError"] == true, body)
 }
 
 /// A call by the all-agents client that must succeed; its body.
