@@ -502,3 +502,47 @@ fn r20_serve_on_a_cpersona_path_converts_once_and_warns_when_it_moves() {
         "{health}"
     );
 }
+
+/// An entity whose name normalises to nothing is reported as not carried, and the store
+/// agrees: no such row is written (its mentions and aliases go with it).
+#[test]
+fn r20_an_entity_with_an_empty_name_is_not_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let embed = EmbedServe::start();
+    let db = cpersona_store(dir.path(), &embed);
+    Connection::open(&db)
+        .unwrap()
+        .execute(
+            "INSERT INTO entities(id, agent_id, project_id, channel, name, normalized, \
+             declared_by, created_at) VALUES (900, 'a', '', '', '  ', '  ', '', '2026-01-01T00:00:00Z')",
+            [],
+        )
+        .unwrap();
+    let ours = dir.path().join("ours.db");
+    let out = migrate(&[
+        "--from-cpersona",
+        db.to_str().unwrap(),
+        "--to",
+        ours.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        report.to_string().contains("entity:900"),
+        "not reported: {report}"
+    );
+    let written: i64 = Connection::open(&ours)
+        .unwrap()
+        .query_row("SELECT count(*) FROM entities WHERE id = 900", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    assert_eq!(
+        written, 0,
+        "the entity the report calls not carried was written"
+    );
+}

@@ -43,8 +43,12 @@ pub(super) fn copy(
         let (id, agent, project, channel, name, by, created_at) = row?;
         let normalized = normalize(&name);
         let created_at_ms = instant_or(created_at.as_deref(), outcome, "entity created_at");
-        let n = tx
-            .prepare_cached(
+        // A name that normalises to nothing is never written: the report says it was not
+        // carried, and the store must agree.
+        let n = if normalized.is_empty() {
+            0
+        } else {
+            tx.prepare_cached(
                 "INSERT OR IGNORE INTO entities(id, agent_id, project_id, channel, name, \
                  normalized, declared_by, created_at_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             )?
@@ -57,8 +61,9 @@ pub(super) fn copy(
                 normalized,
                 by,
                 created_at_ms
-            ])?;
-        if n == 1 && !normalized.is_empty() {
+            ])?
+        };
+        if n == 1 {
             entities.insert(id);
             outcome.carried.entities += 1;
         } else {
