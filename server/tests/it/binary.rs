@@ -64,10 +64,17 @@ pub(crate) struct StdioSession {
     next_id: u64,
     /// Notifications read while waiting for a response, oldest first.
     notifications: Vec<Value>,
+    /// The server's answer to `initialize`.
+    initialized: Value,
 }
 
 impl StdioSession {
-    pub(crate) fn start(mut cmd: Command) -> Self {
+    pub(crate) fn start(cmd: Command) -> Self {
+        Self::start_as(cmd, "2025-06-18")
+    }
+
+    /// A session that asks for protocol revision `version` in `initialize`.
+    pub(crate) fn start_as(mut cmd: Command, version: &str) -> Self {
         let mut child = cmd
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -83,7 +90,7 @@ impl StdioSession {
         });
         let mut stdin = child.stdin.take().unwrap();
         let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "it", "version": "0"}}});
+            "protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "it", "version": "0"}}});
         writeln!(stdin, "{init}").unwrap();
         writeln!(
             stdin,
@@ -102,7 +109,13 @@ impl StdioSession {
             stderr,
             next_id: 1,
             notifications: Vec::new(),
+            initialized: serde_json::from_str(&line).unwrap(),
         }
+    }
+
+    /// The server's answer to `initialize`.
+    pub(crate) fn initialized(&self) -> &Value {
+        &self.initialized
     }
 
     /// Sends one request and returns its response; notifications read meanwhile are kept
@@ -760,25 +773,11 @@ fn initialize_negotiates_every_revision_it_states() {
         ("2023-01-01", "2025-11-25"),
     ] {
         let dir = tempfile::tempdir().unwrap();
-        let mut child = cpersona_in(dir.path())
-            .arg("serve")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let mut stdin = child.stdin.take().unwrap();
-        let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": asked, "capabilities": {},
-            "clientInfo": {"name": "versions", "version": "1"}}});
-        writeln!(stdin, "{init}").unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        drop(stdin);
-        let _ = child.wait();
-        let reply: Value = serde_json::from_str(&line).unwrap();
+        let mut cmd = cpersona_in(dir.path());
+        cmd.arg("serve");
+        let session = StdioSession::start_as(cmd, asked);
+        let reply = session.initialized().clone();
+        session.finish();
         assert_eq!(
             reply["result"]["protocolVersion"], answered,
             "{asked}: {reply}"

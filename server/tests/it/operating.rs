@@ -3,11 +3,8 @@
 //! `enforce = "reject"` a write to an unregistered project is refused and writes nothing while
 //! a read only warns, and `@auto` resolves by `[defaults]`.
 
-use std::io::{BufRead, BufReader, Write};
-use std::process::Stdio;
-
 use rusqlite::Connection;
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::binary::{StdioSession, cpersona_in};
 
@@ -38,23 +35,12 @@ fn command(dir: &std::path::Path) -> std::process::Command {
 #[test]
 fn initialize_carries_the_operators_summary_after_ours() {
     let dir = tempfile::tempdir().unwrap();
-    let mut child = command(dir.path())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "it", "version": "0"}}});
-    writeln!(stdin, "{init}").unwrap();
-    stdin.flush().unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let reply: Value = serde_json::from_str(&line).unwrap();
-    let instructions = reply["result"]["instructions"].as_str().unwrap();
+    let session = StdioSession::start(command(dir.path()));
+    let instructions = session.initialized()["result"]["instructions"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    session.finish();
     assert!(
         instructions.starts_with("cpersona is your long-term memory"),
         "{instructions}"
@@ -63,9 +49,6 @@ fn initialize_carries_the_operators_summary_after_ours() {
         instructions.ends_with("File decisions under their project."),
         "{instructions}"
     );
-    drop(stdin);
-    let _ = child.kill();
-    let _ = child.wait();
 }
 
 #[test]
