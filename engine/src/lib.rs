@@ -277,6 +277,12 @@ impl Engine {
         recall::recall(&self.store, &self.config, q)
     }
 
+    /// The same recall without crediting the rows it returns: for a person looking (the
+    /// console's search), whose reading is not the agent being handed them.
+    pub fn recall_without_credit(&self, q: &RecallQuery) -> Result<RecallResult> {
+        recall::answer(&self.store, &self.config, q)
+    }
+
     /// `get_contents`: the full text (or a span) of each ref within the caller's scope.
     pub fn get_contents(
         &self,

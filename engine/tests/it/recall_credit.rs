@@ -143,6 +143,19 @@ fn paused_and_deep_recalls_give_no_credit() {
 }
 
 #[test]
+fn a_recall_without_credit_leaves_the_counters_alone() {
+    let f = fixture();
+    corpus(&f);
+    let looked = f.engine.recall_without_credit(&query("copper")).unwrap();
+    assert!(!looked.response.messages.is_empty());
+    assert!(credits(&f).iter().all(|(_, n, at)| *n == 0 && at.is_none()));
+    // The same query through recall credits what it returns.
+    let returned = returned_mems(&f, &query("copper"));
+    let total: i64 = credits(&f).iter().map(|(_, n, _)| n).sum();
+    assert_eq!(total, returned.len() as i64);
+}
+
+#[test]
 fn confidence_off_gives_no_credit() {
     let dir = tempfile::tempdir().unwrap();
     let mut config = EngineConfig::new(dir.path().join("store.db"));

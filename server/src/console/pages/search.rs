@@ -115,7 +115,11 @@ pub(crate) async fn search(
         query.trace = true;
         query.time_cue = cue;
         let started = std::time::Instant::now();
-        let result = state.engine().recall(&query).map_err(engine_refusal)?;
+        // A person's search is not the agent recalling: nothing is credited.
+        let result = state
+            .engine()
+            .recall_without_credit(&query)
+            .map_err(engine_refusal)?;
         let took_ms = started.elapsed().as_secs_f64() * 1000.0;
         let response = serde_json::to_value(&result.response).unwrap_or(Value::Null);
         let trace = result.trace();
