@@ -387,12 +387,8 @@ impl Engine {
 
     // Export, import, merge.
     /// `export_memories`.
-    pub fn export_memories(&self, req: &ExportRequest) -> Result<ExportOutcome> {
-        self.export_memories_with(req, &Progress::none())
-    }
-
-    /// `export_memories`, reporting to and cancellable through `progress`.
-    pub fn export_memories_with(
+    /// `progress` hears of it and may cancel it (`crate::progress`).
+    pub fn export_memories(
         &self,
         req: &ExportRequest,
         progress: &Progress<'_>,
@@ -415,12 +411,8 @@ impl Engine {
     }
 
     /// `merge_memories`.
-    pub fn merge_memories(&self, req: &MergeRequest) -> Result<MergeOutcome> {
-        self.merge_memories_with(req, &Progress::none())
-    }
-
-    /// `merge_memories`, reporting to and cancellable through `progress`.
-    pub fn merge_memories_with(
+    /// `progress` hears of it and may cancel it (`crate::progress`).
+    pub fn merge_memories(
         &self,
         req: &MergeRequest,
         progress: &Progress<'_>,
@@ -473,12 +465,8 @@ impl Engine {
 
     /// `check_health`: the vector arm, index freshness and CPersona's applicable checks,
     /// repaired first when `req.fix` asks.
-    pub fn check_health(&self, req: &HealthRequest) -> Result<HealthReport> {
-        self.check_health_with(req, &Progress::none())
-    }
-
-    /// `check_health`, reporting to and cancellable through `progress`.
-    pub fn check_health_with(
+    /// `progress` hears of it and may cancel it (`crate::progress`).
+    pub fn check_health(
         &self,
         req: &HealthRequest,
         progress: &Progress<'_>,

@@ -18,7 +18,9 @@ fn request(fix: bool) -> HealthRequest {
 }
 
 fn health(engine: &Engine, fix: bool) -> HealthReport {
-    engine.check_health(&request(fix)).unwrap()
+    engine
+        .check_health(&request(fix), &cpersona_engine::progress::Progress::none())
+        .unwrap()
 }
 
 fn severity(report: &HealthReport, check: &str) -> HealthSeverity {
@@ -449,10 +451,13 @@ fn fix_while_paused_only_reads_and_unknown_checks_are_refused() {
     assert_eq!(body(&report)["repairs_skipped"], true);
     let err = f
         .engine
-        .check_health(&HealthRequest {
-            checks: vec!["nope".into()],
-            ..request(false)
-        })
+        .check_health(
+            &HealthRequest {
+                checks: vec!["nope".into()],
+                ..request(false)
+            },
+            &cpersona_engine::progress::Progress::none(),
+        )
         .unwrap_err();
     assert!(
         err.is_user_error() && err.to_string().contains("fts_integrity"),
@@ -460,10 +465,13 @@ fn fix_while_paused_only_reads_and_unknown_checks_are_refused() {
     );
     let one = f
         .engine
-        .check_health(&HealthRequest {
-            checks: vec!["integrity".into()],
-            ..request(false)
-        })
+        .check_health(
+            &HealthRequest {
+                checks: vec!["integrity".into()],
+                ..request(false)
+            },
+            &cpersona_engine::progress::Progress::none(),
+        )
         .unwrap();
     assert_eq!(one.checks_run, ["sqlite_integrity"]);
 }
@@ -481,7 +489,10 @@ fn session_findings_deliver_what_check_health_finds_with_static_kinds() {
         )
         .unwrap();
     let req = HealthRequest::default();
-    let report = f.engine.check_health(&req).unwrap();
+    let report = f
+        .engine
+        .check_health(&req, &cpersona_engine::progress::Progress::none())
+        .unwrap();
     let issues = report
         .findings
         .iter()

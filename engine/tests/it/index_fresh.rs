@@ -128,12 +128,15 @@ fn apply(f: &mut Fixture, n: usize, step: &Step) {
         Step::Import { from, to } => {
             let path = f.dir.path().join(format!("export-{n}.jsonl"));
             f.engine
-                .export_memories(&ExportRequest {
-                    agent_id: AGENTS[from].into(),
-                    output_path: path.clone(),
-                    include_embeddings: n.is_multiple_of(2),
-                    overwrite: false,
-                })
+                .export_memories(
+                    &ExportRequest {
+                        agent_id: AGENTS[from].into(),
+                        output_path: path.clone(),
+                        include_embeddings: n.is_multiple_of(2),
+                        overwrite: false,
+                    },
+                    &cpersona_engine::progress::Progress::none(),
+                )
                 .unwrap();
             f.engine
                 .import_memories(&ImportRequest {

@@ -146,7 +146,13 @@ fn merged_rows_keep_their_mentions_and_relations_on_the_survivor() {
     let (dup, m1, _, before) = setup(&f, true);
     let dup = dup.unwrap();
     assert_ne!(dup, m1);
-    let out = f.engine.merge_memories(&merge(MergeMode::Copy)).unwrap();
+    let out = f
+        .engine
+        .merge_memories(
+            &merge(MergeMode::Copy),
+            &cpersona_engine::progress::Progress::none(),
+        )
+        .unwrap();
     assert_eq!((out.merged_memories, out.skipped_memories), (1, 1));
     assert_eq!((out.merged_entities, out.merged_relations), (2, 2));
     assert_eq!(out.dropped_associations, 0);
@@ -169,7 +175,13 @@ fn merged_rows_keep_their_mentions_and_relations_on_the_survivor() {
         "the record relation follows m1 to its survivor"
     );
     // Carrying again adds nothing.
-    let again = f.engine.merge_memories(&merge(MergeMode::Copy)).unwrap();
+    let again = f
+        .engine
+        .merge_memories(
+            &merge(MergeMode::Copy),
+            &cpersona_engine::progress::Progress::none(),
+        )
+        .unwrap();
     assert_eq!(
         (
             again.merged_entities,
@@ -184,7 +196,13 @@ fn merged_rows_keep_their_mentions_and_relations_on_the_survivor() {
 fn a_move_carries_before_it_deletes_and_leaves_no_orphan_entity() {
     let f = fixture();
     let (_, _, _, before) = setup(&f, false);
-    let moved = f.engine.merge_memories(&merge(MergeMode::Move)).unwrap();
+    let moved = f
+        .engine
+        .merge_memories(
+            &merge(MergeMode::Move),
+            &cpersona_engine::progress::Progress::none(),
+        )
+        .unwrap();
     assert_eq!(moved.source_deleted, Some(2));
     assert_eq!(moved.source_entities_deleted, Some(2));
     assert_eq!(shape(&f, &walk(&f, "dst")), before);

@@ -39,12 +39,15 @@ fn export_then_import_elsewhere_is_idempotent() {
     let path = src.dir.path().join("export.jsonl");
     let out = src
         .engine
-        .export_memories(&ExportRequest {
-            agent_id: "a".into(),
-            output_path: path.clone(),
-            include_embeddings: true,
-            overwrite: false,
-        })
+        .export_memories(
+            &ExportRequest {
+                agent_id: "a".into(),
+                output_path: path.clone(),
+                include_embeddings: true,
+                overwrite: false,
+            },
+            &cpersona_engine::progress::Progress::none(),
+        )
         .unwrap();
     assert_eq!((out.memories, out.episodes, out.profiles), (2, 1, 1));
     let text = std::fs::read_to_string(&path).unwrap();
@@ -264,13 +267,19 @@ fn merge_copies_and_moves_but_never_a_locked_row_away() {
     };
     let dry = f
         .engine
-        .merge_memories(&MergeRequest {
-            dry_run: true,
-            ..req.clone()
-        })
+        .merge_memories(
+            &MergeRequest {
+                dry_run: true,
+                ..req.clone()
+            },
+            &cpersona_engine::progress::Progress::none(),
+        )
         .unwrap();
     assert_eq!(dry.merged_memories, 1);
-    let out = f.engine.merge_memories(&req).unwrap();
+    let out = f
+        .engine
+        .merge_memories(&req, &cpersona_engine::progress::Progress::none())
+        .unwrap();
     assert_eq!(
         (
             out.merged_memories,
@@ -293,18 +302,24 @@ fn merge_copies_and_moves_but_never_a_locked_row_away() {
     assert_eq!((n("src"), n("dst")), (2, 2));
     let again = f
         .engine
-        .merge_memories(&MergeRequest {
-            mode: MergeMode::Copy,
-            ..req.clone()
-        })
+        .merge_memories(
+            &MergeRequest {
+                mode: MergeMode::Copy,
+                ..req.clone()
+            },
+            &cpersona_engine::progress::Progress::none(),
+        )
         .unwrap();
     assert_eq!(again.merged_memories, 0);
     assert!(
         f.engine
-            .merge_memories(&MergeRequest {
-                target_agent_id: "src".into(),
-                ..req
-            })
+            .merge_memories(
+                &MergeRequest {
+                    target_agent_id: "src".into(),
+                    ..req
+                },
+                &cpersona_engine::progress::Progress::none()
+            )
             .unwrap_err()
             .is_user_error()
     );

@@ -133,12 +133,15 @@ fn export_then_import_restores_what_traverse_answers() {
     let path = src.dir.path().join("export.jsonl");
     let out = src
         .engine
-        .export_memories(&ExportRequest {
-            agent_id: "a".into(),
-            output_path: path.clone(),
-            include_embeddings: false,
-            overwrite: false,
-        })
+        .export_memories(
+            &ExportRequest {
+                agent_id: "a".into(),
+                output_path: path.clone(),
+                include_embeddings: false,
+                overwrite: false,
+            },
+            &cpersona_engine::progress::Progress::none(),
+        )
         .unwrap();
     assert_eq!((out.memories, out.entities, out.relations), (2, 3, 3));
     let text = std::fs::read_to_string(&path).unwrap();

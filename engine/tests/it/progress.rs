@@ -37,7 +37,7 @@ fn cancelled<T>(run: impl FnOnce(&Progress<'_>) -> T) -> T {
 fn a_cancelled_export_leaves_no_file() {
     let f = seeded(30);
     let req = export_request(&f, "out.jsonl");
-    let err = cancelled(|p| f.engine.export_memories_with(&req, p)).unwrap_err();
+    let err = cancelled(|p| f.engine.export_memories(&req, p)).unwrap_err();
     assert!(matches!(err, Error::Cancelled { .. }), "{err}");
     let left: Vec<_> = std::fs::read_dir(f.dir.path())
         .unwrap()
@@ -52,7 +52,10 @@ fn a_cancelled_import_or_merge_writes_nothing() {
     let src = seeded(40);
     let path = src.dir.path().join("all.jsonl");
     src.engine
-        .export_memories(&export_request(&src, "all.jsonl"))
+        .export_memories(
+            &export_request(&src, "all.jsonl"),
+            &cpersona_engine::progress::Progress::none(),
+        )
         .unwrap();
     let dst = seeded(3);
     let before = counts(&dst);
@@ -72,7 +75,7 @@ fn a_cancelled_import_or_merge_writes_nothing() {
         mode: MergeMode::Move,
         ..Default::default()
     };
-    let err = cancelled(|p| dst.engine.merge_memories_with(&merge, p)).unwrap_err();
+    let err = cancelled(|p| dst.engine.merge_memories(&merge, p)).unwrap_err();
     assert!(matches!(err, Error::Cancelled { .. }), "{err}");
     assert_eq!(counts(&dst), before);
 
@@ -91,7 +94,7 @@ fn a_cancelled_import_or_merge_writes_nothing() {
         Some((40, Some(40)))
     );
     flag.store(false, Ordering::Release);
-    let merged = dst.engine.merge_memories_with(&merge, &progress).unwrap();
+    let merged = dst.engine.merge_memories(&merge, &progress).unwrap();
     assert_eq!(merged.merged_memories, 3);
 }
 
@@ -107,7 +110,7 @@ fn a_cancelled_fix_repairs_nothing() {
         fix: true,
         ..HealthRequest::default()
     };
-    let err = cancelled(|p| f.engine.check_health_with(&req, p)).unwrap_err();
+    let err = cancelled(|p| f.engine.check_health(&req, p)).unwrap_err();
     assert!(matches!(err, Error::Cancelled { .. }), "{err}");
     assert_eq!(counts(&f), before);
     let still_null: bool = crate::common::conn(&f)
@@ -118,6 +121,9 @@ fn a_cancelled_fix_repairs_nothing() {
         )
         .unwrap();
     assert!(still_null, "a cancelled fix touched the row");
-    let report = f.engine.check_health(&req).unwrap();
+    let report = f
+        .engine
+        .check_health(&req, &cpersona_engine::progress::Progress::none())
+        .unwrap();
     assert!(report.fixed > 0, "the same fix, not cancelled, repairs");
 }

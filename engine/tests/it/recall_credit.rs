@@ -235,12 +235,15 @@ fn export_writes_the_waiting_credit_first() {
     assert!(!returned.is_empty());
     let path = f.dir.path().join("out.jsonl");
     f.engine
-        .export_memories(&cpersona_engine::ExportRequest {
-            agent_id: "a".into(),
-            output_path: path.clone(),
-            include_embeddings: false,
-            overwrite: false,
-        })
+        .export_memories(
+            &cpersona_engine::ExportRequest {
+                agent_id: "a".into(),
+                output_path: path.clone(),
+                include_embeddings: false,
+                overwrite: false,
+            },
+            &cpersona_engine::progress::Progress::none(),
+        )
         .unwrap();
     let text = std::fs::read_to_string(&path).unwrap();
     let mut exported: Vec<i64> = text

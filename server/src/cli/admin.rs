@@ -66,14 +66,20 @@ pub(crate) fn export(
     };
     if let Some(file) = file {
         let outcome = engine
-            .export_memories(&request(file, force))
+            .export_memories(
+                &request(file, force),
+                &cpersona_engine::progress::Progress::none(),
+            )
             .context("export failed")?;
         return print_json(&outcome);
     }
     let folder = private_temp_folder()?;
     let path = folder.join("export.jsonl");
     let exported = engine
-        .export_memories(&request(path.clone(), false))
+        .export_memories(
+            &request(path.clone(), false),
+            &cpersona_engine::progress::Progress::none(),
+        )
         .context("export failed");
     let copied = exported.is_ok().then(|| copy_to_stdout(&path));
     let _ = std::fs::remove_file(&path);

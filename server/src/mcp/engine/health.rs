@@ -64,5 +64,5 @@ pub(crate) fn check_health(
     progress: &Progress<'_>,
 ) -> ToolResult {
     let req = request(backend, args.agent_id, args.fix, args.checks);
-    body(backend.engine().check_health_with(&req, progress))
+    body(backend.engine().check_health(&req, progress))
 }

@@ -197,7 +197,7 @@ impl ToolBackend for EngineBackend {
             include_embeddings: args.include_embeddings,
             overwrite: args.overwrite,
         };
-        body(self.engine.export_memories_with(&req, progress))
+        body(self.engine.export_memories(&req, progress))
     }
 
     fn import_memories(&self, args: wire::ImportArgs, progress: &Progress<'_>) -> ToolResult {
@@ -222,7 +222,7 @@ impl ToolBackend for EngineBackend {
             dry_run: args.dry_run,
             session_key: String::new(),
         };
-        body(self.engine.merge_memories_with(&req, progress))
+        body(self.engine.merge_memories(&req, progress))
     }
 
     fn calibrate_threshold(&self, args: wire::CalibrateArgs) -> ToolResult {
