@@ -131,6 +131,10 @@ pub struct EngineConfig {
     /// wipe them). On by default; off keeps the old target (writes queue, the vector arm is
     /// skipped) until an operator runs `cpersona reembed`.
     pub reembed_on_model_change: bool,
+    /// What `store` does with a timestamp ahead of the clock.
+    pub future_timestamps: crate::memories::FutureTimestamps,
+    /// `deep_check`'s scan bounds.
+    pub deep: crate::deep::DeepConfig,
 }
 
 impl EngineConfig {
@@ -157,6 +161,8 @@ impl EngineConfig {
             associations_enabled: true,
             propagation_seat: false,
             reembed_on_model_change: true,
+            future_timestamps: crate::memories::FutureTimestamps::default(),
+            deep: crate::deep::DeepConfig::default(),
         }
     }
 

@@ -72,7 +72,7 @@ pub use associations::{
 };
 pub use channel_axis::{ChannelAxisOutcome, ChannelAxisRequest};
 pub use config::{EmbeddingFormat, EngineConfig, ExportDir, ReconstructConfig};
-pub use deep::{DeepOutcome, DeepRequest};
+pub use deep::{DeepConfig, DeepOutcome, DeepRequest};
 pub use derived::{DerivedReport, StoredBlock};
 pub use episodes::{
     ArchiveEpisodeOutcome, ArchiveEpisodeRequest, DeleteEpisodeOutcome, DeleteEpisodeRequest,
@@ -90,6 +90,7 @@ pub use memories::{
     DeleteMemoryOutcome, LockMemoryOutcome, MemoryIdRequest, StoreId, StoreOutcome, StoreRequest,
     StoreResult, TimestampAhead, UnlockMemoryOutcome, UpdateMemoryOutcome, UpdateMemoryRequest,
 };
+pub use memories::{FutureTimestampMode, FutureTimestamps};
 pub use names::{AgentSummary, WEEK_MS};
 pub use portability::cpersona::{self as cpersona, ConvertOutcome, ConvertRequest, SourceStamp};
 pub use portability::{
@@ -477,7 +478,7 @@ impl Engine {
     /// `deep_check`: CPersona's heuristic data-quality checks over one agent, repairing the
     /// two repairable ones with `fix`.
     pub fn deep_check(&self, req: &DeepRequest) -> Result<DeepOutcome> {
-        deep::deep_check(&self.store, req)
+        deep::deep_check(&self.store, &self.config.deep, req)
     }
 
     /// What `agent_id` holds (row counts, a profile, memories per week), counted in SQL:

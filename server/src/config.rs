@@ -2,6 +2,7 @@
 //! (ripgrep's LowArgs → HiArgs step). Nothing else in the workspace reads the environment;
 //! an invalid setting is a start-up error naming the variable, never a silent default.
 
+use cpersona_engine::FutureTimestampMode;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
@@ -22,7 +23,7 @@ pub use error::ConfigError;
 use error::Result;
 pub use hub::{DEFAULT_ENDPOINT, HubSettings};
 pub use proxy::ProxySettings;
-pub use reconstruct::{ReconstructSequence, ReconstructSettings};
+pub use reconstruct::ReconstructSettings;
 
 /// Everything the server needs, validated.
 #[derive(Clone, Debug)]
@@ -59,7 +60,16 @@ pub struct Config {
     /// The operating context sidecar (`CPERSONA_OPERATING_CONTEXT_PATH`, default
     /// `~/.cpersona/operating-context.toml`); `None` when `CPERSONA_OPERATING_CONTEXT=off`.
     pub operating_context: Option<PathBuf>,
-    /// The set `CPERSONA_*` variables without effect here (`coverage.rs`), in name order.
+    /// The embedding queue's retries: attempts before a row is left alone
+    /// (`CPERSONA_TASK_MAX_RETRIES`, default 3) and the wait after a failure
+    /// (`CPERSONA_TASK_RETRY_DELAY`, seconds, default 30).
+    pub queue_max_attempts: u32,
+    pub queue_retry_delay_secs: u64,
+    /// `deep_check`'s scan bounds (`CPERSONA_NEAR_DUPLICATE_ROW_CAP`, default 5,000, at
+    /// least 2; `CPERSONA_NORMALIZATION_SCAN_CAP`, default 10,000, at least 1).
+    pub deep: cpersona_engine::deep::DeepConfig,
+    /// The set `CPERSONA_*` variables that are inert, refused or unknown (`coverage.rs`), in
+    /// name order.
     pub unhonoured: Vec<UnhonouredSetting>,
 }
 
@@ -129,16 +139,8 @@ pub struct WriteLimits {
     pub max_content_chars: usize,
     pub max_profile_chars: usize,
     pub max_metadata_chars: usize,
-    pub future_timestamp_skew_seconds: u64,
-    pub future_timestamp_mode: FutureTimestampMode,
-}
-
-/// What `store` does with a timestamp ahead of the clock.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum FutureTimestampMode {
-    Warn,
-    Reject,
-    Off,
+    /// `CPERSONA_FUTURE_TIMESTAMP_SKEW_SECONDS` (default 300) and `_MODE` (warn, reject, off).
+    pub future_timestamps: cpersona_engine::FutureTimestamps,
 }
 
 /// Fusion mode (`CPERSONA_RECALL_MODE`).
@@ -146,7 +148,26 @@ pub enum FutureTimestampMode {
 pub enum RecallMode {
     Rrf,
     Rsf,
-    Cascade,
+}
+
+/// How `calibrate_threshold` places the threshold when a call does not say.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CalibrateMethod {
+    Separation,
+    Percentile,
+    Zscore,
+}
+
+/// `calibrate_threshold`'s defaults (CPersona's `CPERSONA_CALIBRATE_*`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CalibrateDefaults {
+    /// 1..=2,000 (default 200).
+    pub sample_size: u32,
+    /// -10..=10 (default 1.0).
+    pub z_factor: f64,
+    pub method: CalibrateMethod,
+    /// A fraction in (0, 1] or a percent above 1 (default 0.95).
+    pub percentile: f64,
 }
 
 /// Gate precision presets (`CPERSONA_RECALL_PRECISION`): β 2.0 / 1.0 / 0.5.
@@ -181,20 +202,9 @@ pub enum AgeAnchor {
 #[derive(Clone, Debug)]
 pub struct RecallSettings {
     pub scan_window: u64,
-    pub vector_reach: u64,
-    pub vector_far_limit: u64,
-    pub library_max_limit: u64,
-    pub depth_floor: u64,
-    pub vector_min_similarity: f64,
     pub mode: RecallMode,
     pub rrf_k: u64,
-    pub rrf_threshold_factor: f64,
-    pub autocut_enabled: bool,
-    pub autocut_min_gap_ratio: f64,
-    pub autocut_min_results: u64,
     pub fused_gate_enabled: bool,
-    pub fused_gate_sample_queries: u64,
-    pub fused_gate_calibration_draws: u64,
     pub precision: Precision,
     /// Raw β; when unset the precision preset's β applies.
     pub fused_gate_beta: f64,
@@ -206,10 +216,6 @@ pub struct RecallSettings {
     pub decay_ceil: f64,
     pub recall_boost: f64,
     pub boost_decay_rate: f64,
-    pub episode_penalty_enabled: bool,
-    pub episode_decay_rate: f64,
-    pub episode_decay_floor: f64,
-    pub prior_far_weight: f64,
     pub prior_age_rate: f64,
     pub prior_age_floor: f64,
     pub prior_age_anchor: AgeAnchor,
@@ -217,8 +223,10 @@ pub struct RecallSettings {
     pub excerpt_chars: u64,
     pub cue_time_limit_ms: u64,
     pub propagation_seat: bool,
-    pub far_seats_enabled: bool,
     pub degraded_advisory: bool,
+    /// `calibrate_threshold`'s defaults for the arguments a call leaves out
+    /// (`CPERSONA_CALIBRATE_SAMPLE_SIZE`, `_Z_FACTOR`, `_METHOD`, `_PERCENTILE`).
+    pub calibrate: CalibrateDefaults,
     /// `check_health` warns when a table's live tail exceeds this share of its generation's
     /// rows (`CPERSONA_INDEX_STALE_WARN_SHARE`, 0..=1; 0 warns on any live tail).
     pub index_stale_warn_share: f64,
@@ -273,6 +281,22 @@ impl Config {
                 flush_every_ms: env.int("CPERSONA_INDEX_FLUSH_MS", 500, 50, 60_000)?,
             },
             operating_context: operating_context_path(env),
+            queue_max_attempts: env.int("CPERSONA_TASK_MAX_RETRIES", 3, 1, 100)? as u32,
+            queue_retry_delay_secs: env.int("CPERSONA_TASK_RETRY_DELAY", 30, 0, 86_400)?,
+            deep: cpersona_engine::deep::DeepConfig {
+                near_duplicate_row_cap: env.int(
+                    "CPERSONA_NEAR_DUPLICATE_ROW_CAP",
+                    5_000,
+                    2,
+                    1_000_000,
+                )? as usize,
+                normalization_scan_cap: env.int(
+                    "CPERSONA_NORMALIZATION_SCAN_CAP",
+                    10_000,
+                    1,
+                    10_000_000,
+                )? as usize,
+            },
             unhonoured: coverage::unhonoured(env),
         })
     }
@@ -412,21 +436,23 @@ fn parse_writes(env: &Env) -> Result<WriteLimits> {
         max_content_chars: env.int("CPERSONA_MAX_CONTENT_LENGTH", 16_000, 1, 10_000_000)? as usize,
         max_profile_chars: env.int("CPERSONA_MAX_PROFILE_LENGTH", 2_000, 1, 10_000_000)? as usize,
         max_metadata_chars: env.int("CPERSONA_MAX_METADATA_LENGTH", 8_000, 1, 10_000_000)? as usize,
-        future_timestamp_skew_seconds: env.int(
-            "CPERSONA_FUTURE_TIMESTAMP_SKEW_SECONDS",
-            300,
-            0,
-            u64::from(u32::MAX),
-        )?,
-        future_timestamp_mode: env.word(
-            "CPERSONA_FUTURE_TIMESTAMP_MODE",
-            FutureTimestampMode::Warn,
-            &[
-                ("warn", FutureTimestampMode::Warn),
-                ("reject", FutureTimestampMode::Reject),
-                ("off", FutureTimestampMode::Off),
-            ],
-        )?,
+        future_timestamps: cpersona_engine::FutureTimestamps {
+            allowance_secs: env.int(
+                "CPERSONA_FUTURE_TIMESTAMP_SKEW_SECONDS",
+                300,
+                0,
+                u64::from(u32::MAX),
+            )? as i64,
+            mode: env.word(
+                "CPERSONA_FUTURE_TIMESTAMP_MODE",
+                FutureTimestampMode::Warn,
+                &[
+                    ("warn", FutureTimestampMode::Warn),
+                    ("reject", FutureTimestampMode::Reject),
+                    ("off", FutureTimestampMode::Off),
+                ],
+            )?,
+        },
     })
 }
 
@@ -444,6 +470,27 @@ fn lexical_cap(env: &Env) -> Result<Option<usize>> {
     }
     let cap = env.int(VAR, default as u64, lo, 100_000_000)?;
     Ok(Some(usize::try_from(cap).unwrap_or(usize::MAX)))
+}
+
+/// `CPERSONA_RECALL_MODE`: `rrf` (default) or `rsf`. CPersona's `cascade` (stages filling the
+/// count one after another, no fusion) is refused rather than quietly served by rrf.
+fn recall_mode(env: &Env) -> Result<RecallMode> {
+    const VAR: &str = "CPERSONA_RECALL_MODE";
+    if env
+        .get(VAR)
+        .is_some_and(|raw| raw.eq_ignore_ascii_case("cascade"))
+    {
+        return Err(invalid(
+            VAR,
+            "cascade",
+            "the cascade recall is not offered here; use rrf (CPersona's default) or rsf",
+        ));
+    }
+    env.word(
+        VAR,
+        RecallMode::Rrf,
+        &[("rrf", RecallMode::Rrf), ("rsf", RecallMode::Rsf)],
+    )
 }
 
 fn parse_recall(env: &Env) -> Result<RecallSettings> {
@@ -467,33 +514,9 @@ fn parse_recall(env: &Env) -> Result<RecallSettings> {
     }
     let settings = RecallSettings {
         scan_window: env.int("CPERSONA_MAX_MEMORIES", 10_000, 1, 100_000_000)?,
-        vector_reach: env.int("CPERSONA_VECTOR_REACH", 0, 0, 100_000_000)?,
-        vector_far_limit: env.int("CPERSONA_VECTOR_FAR_LIMIT", 0, 0, 10_000)?,
-        library_max_limit: env.int("CPERSONA_RECALL_LIBRARY_MAX_LIMIT", 10_000, 1, 1_000_000)?,
-        depth_floor: env.int("CPERSONA_RECALL_DEPTH_FLOOR", 0, 0, 10_000)?,
-        vector_min_similarity: env.float("CPERSONA_VECTOR_MIN_SIMILARITY", 0.3, -1.0, 1.0)?,
-        mode: env.word(
-            "CPERSONA_RECALL_MODE",
-            RecallMode::Rrf,
-            &[
-                ("rrf", RecallMode::Rrf),
-                ("rsf", RecallMode::Rsf),
-                ("cascade", RecallMode::Cascade),
-            ],
-        )?,
+        mode: recall_mode(env)?,
         rrf_k: env.int("CPERSONA_RRF_K", 60, 1, 100_000)?,
-        rrf_threshold_factor: env.float("CPERSONA_RRF_THRESHOLD_FACTOR", 0.5, 0.0, 10.0)?,
-        autocut_enabled: env.boolean("CPERSONA_AUTOCUT_ENABLED", true)?,
-        autocut_min_gap_ratio: env.float("CPERSONA_AUTOCUT_MIN_GAP_RATIO", 0.15, 0.0, 1.0)?,
-        autocut_min_results: env.int("CPERSONA_AUTOCUT_MIN_RESULTS", 3, 2, 10_000)?,
         fused_gate_enabled: env.boolean("CPERSONA_FUSED_GATE_ENABLED", true)?,
-        fused_gate_sample_queries: env.int("CPERSONA_FUSED_GATE_SAMPLE_QUERIES", 40, 1, 10_000)?,
-        fused_gate_calibration_draws: env.int(
-            "CPERSONA_FUSED_GATE_CALIBRATION_DRAWS",
-            5,
-            1,
-            1_000,
-        )?,
         precision,
         fused_gate_beta: env.float("CPERSONA_FUSED_GATE_BETA", precision.beta(), 0.0, 100.0)?,
         // On by default (CPersona's is off): the row's confidence is only reported here,
@@ -506,10 +529,6 @@ fn parse_recall(env: &Env) -> Result<RecallSettings> {
         decay_ceil: env.float("CPERSONA_DECAY_CEIL", 0.5, 0.0, 1.0)?,
         recall_boost: env.float("CPERSONA_RECALL_BOOST", 0.02, 0.0, 10.0)?,
         boost_decay_rate: env.float("CPERSONA_BOOST_DECAY_RATE", 0.002, 0.0, 10.0)?,
-        episode_penalty_enabled: env.boolean("CPERSONA_EPISODE_PENALTY_ENABLED", false)?,
-        episode_decay_rate: env.float("CPERSONA_EPISODE_DECAY_RATE", 0.01, 0.0, 10.0)?,
-        episode_decay_floor: env.float("CPERSONA_EPISODE_DECAY_FLOOR", 0.5, 0.0, 1.0)?,
-        prior_far_weight: env.float("CPERSONA_PRIOR_FAR_WEIGHT", 1.0, 0.0, 1.0)?,
         prior_age_rate: env.float("CPERSONA_PRIOR_AGE_RATE", 0.0, 0.0, 10.0)?,
         prior_age_floor: env.float("CPERSONA_PRIOR_AGE_FLOOR", 0.3, 0.0, 1.0)?,
         prior_age_anchor: env.word(
@@ -521,8 +540,21 @@ fn parse_recall(env: &Env) -> Result<RecallSettings> {
         excerpt_chars: env.int("CPERSONA_RECALL_EXCERPT_CHARS", 800, 0, 1_000_000)?,
         cue_time_limit_ms: env.int("CPERSONA_RECALL_CUE_TIME_LIMIT_MS", 1_000, 1, 600_000)?,
         propagation_seat: env.boolean("CPERSONA_RECALL_PROPAGATION_SEAT", false)?,
-        far_seats_enabled: env.boolean("CPERSONA_FAR_SEATS_ENABLED", false)?,
         degraded_advisory: env.boolean("CPERSONA_DEGRADED_ADVISORY", true)?,
+        calibrate: CalibrateDefaults {
+            sample_size: env.int("CPERSONA_CALIBRATE_SAMPLE_SIZE", 200, 1, 2_000)? as u32,
+            z_factor: env.float("CPERSONA_CALIBRATE_Z_FACTOR", 1.0, -10.0, 10.0)?,
+            method: env.word(
+                "CPERSONA_CALIBRATE_METHOD",
+                CalibrateMethod::Separation,
+                &[
+                    ("separation", CalibrateMethod::Separation),
+                    ("percentile", CalibrateMethod::Percentile),
+                    ("zscore", CalibrateMethod::Zscore),
+                ],
+            )?,
+            percentile: env.float("CPERSONA_CALIBRATE_PERCENTILE", 0.95, 0.0001, 100.0)?,
+        },
         index_stale_warn_share: env.float("CPERSONA_INDEX_STALE_WARN_SHARE", 0.2, 0.0, 1.0)?,
         lexical_cap: lexical_cap(env)?,
     };

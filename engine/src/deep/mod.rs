@@ -35,10 +35,25 @@ pub const DEEP_CHECKS: &[&str] = &[
 
 /// A profile older than this many days is stale.
 pub const STALE_PROFILE_DAYS: i64 = 30;
-/// Embedded rows `near_duplicate` compares (its work is quadratic in them).
-pub const NEAR_DUPLICATE_ROW_CAP: usize = 5_000;
-/// Rows per table `unnormalized_content` reads, newest first.
-pub const NORMALIZATION_SCAN_CAP: usize = 10_000;
+/// How much of an agent's store `deep_check`'s scanning checks read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DeepConfig {
+    /// Embedded rows `near_duplicate` compares, newest first (its work is quadratic in them;
+    /// CPersona's `CPERSONA_NEAR_DUPLICATE_ROW_CAP`, default 5,000).
+    pub near_duplicate_row_cap: usize,
+    /// Rows per table `unnormalized_content` reads, newest first
+    /// (`CPERSONA_NORMALIZATION_SCAN_CAP`, default 10,000).
+    pub normalization_scan_cap: usize,
+}
+
+impl Default for DeepConfig {
+    fn default() -> DeepConfig {
+        DeepConfig {
+            near_duplicate_row_cap: 5_000,
+            normalization_scan_cap: 10_000,
+        }
+    }
+}
 /// Vectors per table `embedding_norm` reads, newest first.
 pub const NORM_SAMPLE_ROWS: usize = 2_000;
 
@@ -72,7 +87,11 @@ pub struct DeepOutcome {
 }
 
 /// Runs the selected deep checks over `req.agent_id`'s rows.
-pub(crate) fn deep_check(store: &Store, req: &DeepRequest) -> Result<DeepOutcome> {
+pub(crate) fn deep_check(
+    store: &Store,
+    caps: &DeepConfig,
+    req: &DeepRequest,
+) -> Result<DeepOutcome> {
     check_agent(&req.agent_id)?;
     let unknown: Vec<&str> = req
         .checks
@@ -106,8 +125,10 @@ pub(crate) fn deep_check(store: &Store, req: &DeepRequest) -> Result<DeepOutcome
             "stale_profile" => stale_profile(store, agent)?,
             "orphaned_episodes" => orphaned_episodes(store, agent)?,
             "calibration_staleness" => calibration_staleness(store, agent)?,
-            "near_duplicate" => near_duplicate(store, agent)?,
-            "unnormalized_content" => unnormalized_content(store, agent)?,
+            "near_duplicate" => near_duplicate(store, agent, caps.near_duplicate_row_cap)?,
+            "unnormalized_content" => {
+                unnormalized_content(store, agent, caps.normalization_scan_cap)?
+            }
             _ => embedding_norm(store, agent)?,
         };
         results.insert(name.to_owned(), result);
@@ -255,11 +276,10 @@ fn calibration_staleness(store: &Store, agent: &str) -> Result<Value> {
     Ok(result)
 }
 
-fn near_duplicate(store: &Store, agent: &str) -> Result<Value> {
+fn near_duplicate(store: &Store, agent: &str, row_cap: usize) -> Result<Value> {
     let target = store.vector_target();
-    let (rows, complete) = store.read(|conn| {
-        read::newest_vectors(conn, agent, "memories", &target, NEAR_DUPLICATE_ROW_CAP)
-    })?;
+    let (rows, complete) =
+        store.read(|conn| read::newest_vectors(conn, agent, "memories", &target, row_cap))?;
     if rows.len() < 2 {
         return Ok(json!({"pairs": 0, "rows_scanned": rows.len()}));
     }
@@ -284,16 +304,15 @@ fn near_duplicate(store: &Store, agent: &str) -> Result<Value> {
     Ok(result)
 }
 
-fn unnormalized_content(store: &Store, agent: &str) -> Result<Value> {
+fn unnormalized_content(store: &Store, agent: &str, scan_cap: usize) -> Result<Value> {
     let mut counts = BTreeMap::new();
     let mut scanned = BTreeMap::new();
     let mut complete = true;
     let mut samples = Vec::new();
     for table in ["memories", "episodes"] {
-        let mut rows = store
-            .read(|conn| read::newest_texts(conn, agent, table, NORMALIZATION_SCAN_CAP + 1))?;
-        complete &= rows.len() <= NORMALIZATION_SCAN_CAP;
-        rows.truncate(NORMALIZATION_SCAN_CAP);
+        let mut rows = store.read(|conn| read::newest_texts(conn, agent, table, scan_cap + 1))?;
+        complete &= rows.len() <= scan_cap;
+        rows.truncate(scan_cap);
         let mut offenders = 0usize;
         for row in rows.iter().filter(|r| !stages::is_nfc(&r.text)) {
             offenders += 1;

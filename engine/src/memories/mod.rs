@@ -20,9 +20,33 @@ use crate::time::{format_ms_python, now_ms, parse_iso8601_ms};
 
 use self::dedup::{Bucket, Duplicate, probe_duplicate, unique_index_twin};
 
-/// Future timestamps more than this many seconds ahead of the clock are flagged
-/// (CPersona 2.6's `CPERSONA_FUTURE_TIMESTAMP_SKEW_SECONDS`, mode `warn`).
-pub(crate) const FUTURE_TIMESTAMP_ALLOWANCE_SECS: i64 = 300;
+/// What `store` does with a `timestamp` further ahead of the clock than the allowance
+/// (CPersona 2.6's `CPERSONA_FUTURE_TIMESTAMP_SKEW_SECONDS` and `_MODE`; the boundary itself
+/// is accepted).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FutureTimestamps {
+    /// Seconds ahead of the clock still accepted silently (default 300).
+    pub allowance_secs: i64,
+    pub mode: FutureTimestampMode,
+}
+
+/// `warn` stores the row and reports `timestamp_ahead_of_clock`; `reject` refuses the write;
+/// `off` stores it without a word.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FutureTimestampMode {
+    Warn,
+    Reject,
+    Off,
+}
+
+impl Default for FutureTimestamps {
+    fn default() -> FutureTimestamps {
+        FutureTimestamps {
+            allowance_secs: 300,
+            mode: FutureTimestampMode::Warn,
+        }
+    }
+}
 
 /// `store`'s arguments (CPersona 2.6 top-level form; the server folds the legacy `message`
 /// object into it).
@@ -462,11 +486,26 @@ fn validate_store(config: &EngineConfig, req: &StoreRequest) -> Result<ValidStor
         None => (format_ms_python(now), now),
     };
     let ahead_secs = (timestamp_ms - now) / 1000;
-    let ahead = (ahead_secs > FUTURE_TIMESTAMP_ALLOWANCE_SECS).then(|| TimestampAhead {
-        timestamp: timestamp.clone(),
-        ahead_by_seconds: ahead_secs,
-        allowance_seconds: FUTURE_TIMESTAMP_ALLOWANCE_SECS,
-    });
+    let future = config.future_timestamps;
+    let ahead = match future.mode {
+        _ if ahead_secs <= future.allowance_secs => None,
+        FutureTimestampMode::Off => None,
+        FutureTimestampMode::Reject => {
+            return Err(Error::invalid(
+                "timestamp",
+                format!(
+                    "{timestamp:?} is {ahead_secs}s ahead of this clock (allowance {}s; \
+                     CPERSONA_FUTURE_TIMESTAMP_MODE=reject)",
+                    future.allowance_secs
+                ),
+            ));
+        }
+        FutureTimestampMode::Warn => Some(TimestampAhead {
+            timestamp: timestamp.clone(),
+            ahead_by_seconds: ahead_secs,
+            allowance_seconds: future.allowance_secs,
+        }),
+    };
     let source = crate::source::normalise(req.source.as_ref(), &req.agent_id).to_string();
     let metadata = match &req.metadata {
         None | Some(Value::Null) => "{}".to_owned(),

@@ -22,6 +22,10 @@ pub(crate) fn engine_config(config: &Config) -> EngineConfig {
     engine.max_content_chars = config.writes.max_content_chars;
     engine.max_profile_chars = config.writes.max_profile_chars;
     engine.max_metadata_chars = config.writes.max_metadata_chars;
+    engine.future_timestamps = config.writes.future_timestamps;
+    engine.queue_max_attempts = config.queue_max_attempts;
+    engine.queue_retry_delay_secs = config.queue_retry_delay_secs;
+    engine.deep = config.deep;
     engine.max_import_bytes = config.max_import_bytes;
     // Unset: the engine's default, `<database folder>/exports`.
     if let Some(dir) = &config.export_dir {
@@ -31,12 +35,13 @@ pub(crate) fn engine_config(config: &Config) -> EngineConfig {
     engine.scan_window = usize::try_from(recall.scan_window).unwrap_or(usize::MAX);
     engine.recall.fusion = match recall.mode {
         RecallMode::Rsf => FusionMode::Rsf,
-        // The engine has no cascade yet: RRF, CPersona's default, serves it.
-        RecallMode::Rrf | RecallMode::Cascade => FusionMode::Rrf,
+        RecallMode::Rrf => FusionMode::Rrf,
     };
     engine.recall.rrf_k = recall.rrf_k as f64;
     engine.recall.gate.enabled = recall.fused_gate_enabled;
     engine.recall.shape.preview_chars = usize::try_from(recall.preview_chars).unwrap_or(usize::MAX);
+    engine.recall.shape.excerpt_chars = usize::try_from(recall.excerpt_chars).unwrap_or(usize::MAX);
+    engine.recall.cue.max_ms = recall.cue_time_limit_ms as f64;
     engine.recall.report_confidence = recall.confidence_enabled;
     engine.recall.lexical_cap = recall.lexical_cap;
     engine.recall.recency.rate_per_h = recall.prior_age_rate;
@@ -133,4 +138,54 @@ pub(crate) fn open_with(
     let engine = Engine::open(engine_config, Arc::clone(&embedder))
         .with_context(|| format!("cannot open the database {}", config.db_path.display()))?;
     Ok((Arc::new(engine), embedder))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::engine_config;
+    use crate::config::{Config, Env};
+
+    /// Each setting issue 20 moved to honoured reaches the engine field that acts on it.
+    #[test]
+    fn the_newly_honoured_settings_reach_the_engine() {
+        let env = Env::from_pairs(&[
+            ("CPERSONA_RECALL_EXCERPT_CHARS", "120"),
+            ("CPERSONA_RECALL_CUE_TIME_LIMIT_MS", "250"),
+            ("CPERSONA_TASK_MAX_RETRIES", "5"),
+            ("CPERSONA_TASK_RETRY_DELAY", "7"),
+            ("CPERSONA_NEAR_DUPLICATE_ROW_CAP", "300"),
+            ("CPERSONA_NORMALIZATION_SCAN_CAP", "400"),
+            ("CPERSONA_FUTURE_TIMESTAMP_SKEW_SECONDS", "90"),
+            ("CPERSONA_FUTURE_TIMESTAMP_MODE", "off"),
+        ]);
+        let engine = engine_config(&Config::from_env(&env, None).unwrap());
+        assert_eq!(engine.recall.shape.excerpt_chars, 120);
+        assert_eq!(engine.recall.cue.max_ms, 250.0);
+        assert_eq!(engine.queue_max_attempts, 5);
+        assert_eq!(engine.queue_retry_delay_secs, 7);
+        assert_eq!(engine.deep.near_duplicate_row_cap, 300);
+        assert_eq!(engine.deep.normalization_scan_cap, 400);
+        assert_eq!(engine.future_timestamps.allowance_secs, 90);
+        assert_eq!(
+            engine.future_timestamps.mode,
+            cpersona_engine::FutureTimestampMode::Off
+        );
+        // Unset, the engine's own defaults (CPersona's values).
+        let defaults = engine_config(&Config::from_env(&Env::from_pairs(&[]), None).unwrap());
+        let engine_defaults = cpersona_engine::EngineConfig::new(defaults.db_path.clone());
+        assert_eq!(defaults.recall.shape, engine_defaults.recall.shape);
+        assert_eq!(
+            defaults.recall.cue.max_ms,
+            engine_defaults.recall.cue.max_ms
+        );
+        assert_eq!(defaults.deep, engine_defaults.deep);
+        assert_eq!(
+            defaults.future_timestamps,
+            engine_defaults.future_timestamps
+        );
+        assert_eq!(
+            defaults.queue_max_attempts,
+            engine_defaults.queue_max_attempts
+        );
+    }
 }

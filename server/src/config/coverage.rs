@@ -1,26 +1,81 @@
 //! Which `CPERSONA_*` settings this server honours: one row per name CPersona 2.6.14 reads (the
 //! 127 names of its configuration tables, reference 2.6 §7 and 2.5 §9, also every quoted
-//! `CPERSONA_*` literal in its 2.6.14 wheel) and per name this server adds. At start-up every
-//! variable that is set and not honoured is listed, and one whose absence would open the store
-//! wider than the operator configured (OAuth) stops the server. The rows that
-//! the parser reads are checked against the names it really asks for (`coverage/tests.rs`);
-//! the CPersona parity work moves rows to `Honoured` as it lands.
+//! `CPERSONA_*` literal in its 2.6.14 wheel) and per name this server adds.
+//!
+//! The policy (issue 20): **every setting is honoured or refused, none is silent.** A setting
+//! is `Honoured` (read and applied; a note names any difference made on purpose), `Fixed`
+//! (this server always does what some of its values ask: those values start, any other stops
+//! start-up naming what to set instead), `Refused` (any value stops start-up) or `Inert` (a
+//! tuning of a mechanism that changes no answer here, such as a cache size or the timeout of a
+//! service this server does not call: accepted and listed once at start-up and in
+//! `check_health`). The rows that the parser reads are checked against the names it really
+//! asks for, and every `Fixed` and `Refused` row against the start-up check
+//! (`coverage/tests.rs`).
 
 use serde::Serialize;
 
 use super::{ConfigError, Env};
 
 /// What this server does with a setting.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Coverage {
-    /// Read and applied (perhaps with a difference the note names).
+    /// Read and applied (with a difference on purpose when the note names one).
     Honoured,
-    /// Read and validated (a bad value is refused), then without effect.
-    Ignored,
-    /// Never read.
-    NotRead,
-    /// Never read, and serving without it would drop an access barrier: start-up refuses it.
+    /// Honoured for the values that ask for what this server always does; any other value
+    /// stops start-up.
+    Fixed(Accepts),
+    /// A tuning of a mechanism that changes no answer here: accepted, listed at start-up.
+    Inert,
+    /// Any value stops start-up: the behaviour it asks for is not offered.
     Refused,
+}
+
+/// The values a `Fixed` setting accepts.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Accepts {
+    /// One of these words (case-insensitive; `true`/`false` also as 1/0, yes/no, on/off).
+    Words(&'static [&'static str]),
+    /// A number equal to this one.
+    Number(f64),
+    /// A whole number at least this large.
+    AtLeast(u64),
+}
+
+impl Accepts {
+    /// Whether `raw` (trimmed, non-empty) is one of the accepted values.
+    pub fn admits(self, raw: &str) -> bool {
+        match self {
+            Accepts::Words(words) => {
+                let value = canonical_word(raw);
+                words.iter().any(|w| *w == value)
+            }
+            Accepts::Number(n) => raw.parse::<f64>().is_ok_and(|v| v == n),
+            Accepts::AtLeast(n) => raw.parse::<u64>().is_ok_and(|v| v >= n),
+        }
+    }
+
+    /// The accepted values, in words for the refusal.
+    fn describe(self) -> String {
+        match self {
+            Accepts::Words(words) => words
+                .iter()
+                .map(|w| format!("`{w}`"))
+                .collect::<Vec<_>>()
+                .join(" or "),
+            Accepts::Number(n) => format!("`{n}`"),
+            Accepts::AtLeast(n) => format!("a whole number >= {n}"),
+        }
+    }
+}
+
+/// A value as a `Words` row compares it: lower case, the boolean spellings as `true`/`false`.
+fn canonical_word(raw: &str) -> String {
+    let lower = raw.trim().to_ascii_lowercase();
+    match lower.as_str() {
+        "1" | "yes" | "on" => "true".to_owned(),
+        "0" | "no" | "off" => "false".to_owned(),
+        _ => lower,
+    }
 }
 
 /// One `CPERSONA_*` name.
@@ -30,7 +85,9 @@ pub struct Setting {
     pub coverage: Coverage,
     /// CPersona 2.6.14 reads it (`false`: a setting of this server only).
     pub cpersona: bool,
-    /// What differs, or what happens instead; empty when honoured as CPersona means it.
+    /// What differs on purpose (honoured), what this server does instead and what to set
+    /// (fixed, refused), or why no answer depends on it (inert); empty when honoured as
+    /// CPersona means it.
     pub note: &'static str,
 }
 
@@ -38,6 +95,7 @@ const fn honoured(name: &'static str) -> Setting {
     honoured_as(name, "")
 }
 
+/// Honoured, with a difference made on purpose that `note` names.
 const fn honoured_as(name: &'static str, note: &'static str) -> Setting {
     Setting {
         name,
@@ -54,16 +112,23 @@ const fn ours(name: &'static str) -> Setting {
     }
 }
 
-const fn ignored(name: &'static str, note: &'static str) -> Setting {
+const fn fixed(name: &'static str, words: &'static [&'static str], note: &'static str) -> Setting {
     Setting {
-        coverage: Coverage::Ignored,
+        coverage: Coverage::Fixed(Accepts::Words(words)),
         ..honoured_as(name, note)
     }
 }
 
-const fn not_read(name: &'static str, note: &'static str) -> Setting {
+const fn fixed_as(name: &'static str, accepts: Accepts, note: &'static str) -> Setting {
     Setting {
-        coverage: Coverage::NotRead,
+        coverage: Coverage::Fixed(accepts),
+        ..honoured_as(name, note)
+    }
+}
+
+const fn inert(name: &'static str, note: &'static str) -> Setting {
+    Setting {
+        coverage: Coverage::Inert,
         ..honoured_as(name, note)
     }
 }
@@ -75,14 +140,30 @@ const fn refused(name: &'static str, note: &'static str) -> Setting {
     }
 }
 
-const NO_CALIBRATION: &str = "calibration runs only when calibrate_threshold is called, \
-                              on its own sample";
-const NO_REMOTE: &str = "there is no remote vector service here; vectors are searched locally";
-const NO_TASKS: &str = "the embedding queue is always on, with its own retry policy";
-const NO_FOLDERS: &str = "folders and the logical directory are not implemented";
-const NO_UPDATE_CHECK: &str = "this server never checks for updates (no outbound calls)";
 const OAUTH: &str = "OAuth resource-server authentication is not implemented; serving without \
-                     it would accept clients CPersona refuses";
+                     it would accept clients CPersona refuses. Put the server behind a token \
+                     (CPERSONA_AUTH_TOKEN) or an ACL file (CPERSONA_ACL_FILE) instead";
+const OAUTH_ONLY: &str = "CPersona reads it only with OAuth on (CPERSONA_OAUTH_RESOURCE), which \
+                          this server refuses";
+const REMOTE_ONLY: &str = "used only with CPERSONA_VECTOR_SEARCH_MODE=remote, which this server \
+                           refuses: vectors are searched locally";
+const QUERY_CACHE: &str = "a query-vector cache: this server embeds each query, so no answer \
+                           depends on it";
+const NO_AUTOCUT: &str = "there is no autocut here: rows are cut by count after the gate \
+                          (CPERSONA_AUTOCUT_ENABLED=false is the one value accepted); unset it";
+const NO_FOLDERS: &str = "folders and the logical directory are not implemented; unset it \
+                          (`false` is accepted)";
+const NO_UPDATE_CHECK: &str = "this server never checks for updates (no outbound calls); \
+                               updates come from the package manager";
+const SCOPE_STATS: &str = "scope statistics are read fresh on every call, so a cache of them \
+                           changes no answer";
+const NO_TIME_SPAN: &str = "confidence here decays by CPERSONA_DECAY_RATE/FLOOR/CEIL over the \
+                            row's age, with no reference span; unset it";
+const NO_RECALL_PENALTY: &str = "recently recalled rows get no penalty here (confidence only \
+                                 reports, never orders); unset it";
+const CALIBRATION_DRAWS: &str = "the fused gate is calibrated by calibrate_threshold on its own \
+                                 sample (its `sample_size` argument or \
+                                 CPERSONA_CALIBRATE_SAMPLE_SIZE); unset it";
 
 /// Every `CPERSONA_*` name CPersona 2.6.14 reads, then this server's own, by topic.
 pub const SETTINGS: &[Setting] = &[
@@ -97,9 +178,11 @@ pub const SETTINGS: &[Setting] = &[
     honoured("CPERSONA_AUTH_TOKEN"),
     honoured("CPERSONA_ALLOW_UNAUTHENTICATED_HTTP"),
     honoured("CPERSONA_HTTP_MAX_BODY_BYTES"),
-    not_read(
+    fixed(
         "CPERSONA_HTTP_BODY_LIMIT_MODE",
-        "a body over CPERSONA_HTTP_MAX_BODY_BYTES is always refused (413), as `reject`",
+        &["reject"],
+        "a body over CPERSONA_HTTP_MAX_BODY_BYTES is always refused (413), as `reject`; \
+         `warn` (accept it and log) is not offered",
     ),
     honoured_as(
         "CPERSONA_ACL_FILE",
@@ -107,20 +190,11 @@ pub const SETTINGS: &[Setting] = &[
          must pass CPERSONA_AUTH_TOKEN's hygiene, and export/import demand read-write on `*` \
          whatever CPERSONA_EXPORT_DIR says",
     ),
-    not_read(
-        "CPERSONA_ALIAS_LEDGER_FILE",
-        "OAuth subjects' alias ledger; OAuth is not implemented",
-    ),
+    inert("CPERSONA_ALIAS_LEDGER_FILE", OAUTH_ONLY),
     refused("CPERSONA_OAUTH_RESOURCE", OAUTH),
     refused("CPERSONA_OAUTH_AUTHORIZATION_SERVERS", OAUTH),
-    not_read(
-        "CPERSONA_OAUTH_SCOPES",
-        "OAuth is not implemented (CPersona only advertises the scopes)",
-    ),
-    not_read(
-        "CPERSONA_OAUTH_JWKS_URI",
-        "OAuth is not implemented (without CPERSONA_OAUTH_RESOURCE it does nothing in CPersona either)",
-    ),
+    inert("CPERSONA_OAUTH_SCOPES", OAUTH_ONLY),
+    inert("CPERSONA_OAUTH_JWKS_URI", OAUTH_ONLY),
     honoured_as(
         "CPERSONA_EXPORT_DIR",
         "unset confines export/import to `<database folder>/exports` (CPersona: anywhere but `..`); \
@@ -156,112 +230,124 @@ pub const SETTINGS: &[Setting] = &[
         "CPERSONA_EMBEDDING_MODEL",
         "used as the model name in `api` mode only",
     ),
-    not_read(
+    fixed(
         "CPERSONA_EMBEDDING_MODEL_MODE",
-        "vectors of another model are never mixed: each row records its model and mismatches \
-         are skipped",
+        &["reject"],
+        "a vector of another model is never compared here, as `reject`: each row records its \
+         model and a model change re-embeds the store (CPERSONA_AUTO_REEMBED)",
     ),
-    not_read(
-        "CPERSONA_EMBEDDING_CACHE_SIZE",
-        "there is no query-vector cache",
-    ),
-    not_read(
-        "CPERSONA_EMBEDDING_CACHE_TTL",
-        "there is no query-vector cache",
-    ),
+    inert("CPERSONA_EMBEDDING_CACHE_SIZE", QUERY_CACHE),
+    inert("CPERSONA_EMBEDDING_CACHE_TTL", QUERY_CACHE),
     honoured("CPERSONA_EMBEDDING_TIMEOUT_SECS"),
-    not_read("CPERSONA_VECTOR_SEARCH_MODE", NO_REMOTE),
-    not_read("CPERSONA_REMOTE_SEARCH_TIMEOUT_SECS", NO_REMOTE),
-    not_read("CPERSONA_REMOTE_INDEX_TIMEOUT_SECS", NO_REMOTE),
-    not_read(
+    fixed(
+        "CPERSONA_VECTOR_SEARCH_MODE",
+        &["local"],
+        "vectors are always searched locally, memory-mapped; there is no remote vector service",
+    ),
+    inert("CPERSONA_REMOTE_SEARCH_TIMEOUT_SECS", REMOTE_ONLY),
+    inert("CPERSONA_REMOTE_INDEX_TIMEOUT_SECS", REMOTE_ONLY),
+    fixed(
         "CPERSONA_STORE_BLOB",
-        "vectors are always stored in the database (`false` is not honoured)",
+        &["true"],
+        "vectors are always stored in the database",
     ),
-    ignored(
-        "CPERSONA_DEGRADED_ADVISORY",
-        "the advisory is always attached while the embedder is degraded",
-    ),
+    honoured("CPERSONA_DEGRADED_ADVISORY"),
     // Write caps.
     honoured("CPERSONA_MAX_CONTENT_LENGTH"),
     honoured("CPERSONA_MAX_PROFILE_LENGTH"),
     honoured("CPERSONA_MAX_METADATA_LENGTH"),
-    ignored(
-        "CPERSONA_FUTURE_TIMESTAMP_SKEW_SECONDS",
-        "the engine allows a fixed 300 s",
-    ),
-    ignored(
-        "CPERSONA_FUTURE_TIMESTAMP_MODE",
-        "a future timestamp always gets a warning (`reject` does not reject)",
-    ),
-    not_read(
+    honoured("CPERSONA_FUTURE_TIMESTAMP_SKEW_SECONDS"),
+    honoured("CPERSONA_FUTURE_TIMESTAMP_MODE"),
+    fixed(
         "CPERSONA_EXTERNAL_CONTEXT_MODE",
-        "recall_with_context's external context is not checked",
+        &["reject"],
+        "an external_context entry whose declared field is not a string refuses the call, as \
+         `reject`",
     ),
-    not_read(
+    fixed(
         "CPERSONA_FTS_ENABLED",
-        "the FTS5 arm is always on (`false` is not honoured)",
+        &["true"],
+        "the FTS5 arm is always on",
     ),
-    not_read("CPERSONA_TASK_QUEUE_ENABLED", NO_TASKS),
-    not_read("CPERSONA_TASK_MAX_RETRIES", NO_TASKS),
-    not_read("CPERSONA_TASK_RETRY_DELAY", NO_TASKS),
+    fixed(
+        "CPERSONA_TASK_QUEUE_ENABLED",
+        &["true"],
+        "the embedding queue is always on",
+    ),
+    honoured_as(
+        "CPERSONA_TASK_MAX_RETRIES",
+        "failed embedding attempts after which a queued row is no longer retried (1 to 100)",
+    ),
+    honoured_as(
+        "CPERSONA_TASK_RETRY_DELAY",
+        "seconds a queued row waits after a failure (0 to 86,400)",
+    ),
     // Scan, reach, depth.
     honoured_as(
         "CPERSONA_MAX_MEMORIES",
         "sets the vector arm's near window; rows past it still vote through the far list",
     ),
-    ignored(
+    refused(
         "CPERSONA_VECTOR_REACH",
-        "the far list is always on, as deep as the arm's depth",
+        "the far list is always on here, as deep as the arm's depth: rows past \
+         CPERSONA_MAX_MEMORIES vote through it; unset it",
     ),
-    ignored(
+    refused(
         "CPERSONA_VECTOR_FAR_LIMIT",
-        "the far list is as deep as the arm's depth",
+        "the far list is as deep as the arm's depth here; unset it",
     ),
-    ignored(
+    fixed_as(
         "CPERSONA_RECALL_LIBRARY_MAX_LIMIT",
-        "recall depth uses fixed steps (10/50/100)",
+        Accepts::AtLeast(100),
+        "the recall tools cap `limit` at 100, so a ceiling at or above 100 changes nothing; a \
+         lower library ceiling is not offered",
     ),
-    ignored(
+    refused(
         "CPERSONA_RECALL_DEPTH_FLOOR",
-        "recall depth uses fixed steps (10/50/100)",
+        "Recall Depth here follows fixed steps (10/50/100, never the count); unset it",
     ),
-    not_read(
+    inert(
         "CPERSONA_VECTOR_SCAN_CHUNK_ROWS",
-        "the index generation is scanned whole, memory-mapped",
+        "the index is scanned whole, memory-mapped; a chunk size changes no answer",
     ),
-    not_read(
+    inert(
         "CPERSONA_VECTOR_INDEX_MAX_EXCLUDED_IDS",
-        "the index masks changed rows without a cap",
+        "the index masks changed rows without a cap and scores them exactly; no answer depends \
+         on it",
     ),
-    ignored(
+    refused(
         "CPERSONA_VECTOR_MIN_SIMILARITY",
-        "no vector floor applies before fusion",
+        "no floor applies to the vector arm before fusion here: the gate judges cosines \
+         (CPERSONA_RECALL_PRECISION), and recall's `min_similarity` argument filters one call; \
+         unset it",
     ),
     // Fusion, gate, scoring.
     honoured_as(
         "CPERSONA_RECALL_MODE",
-        "`rrf` and `rsf`; `cascade` runs rrf",
+        "`rrf` and `rsf`; `cascade` is refused at start-up",
     ),
     honoured("CPERSONA_RRF_K"),
-    ignored(
+    refused(
         "CPERSONA_RRF_THRESHOLD_FACTOR",
-        "no fused-score floor applies",
+        "no fused-score floor applies here: a rank-relative score is never compared to a \
+         threshold, the gate judges cosines; unset it",
     ),
-    ignored("CPERSONA_AUTOCUT_ENABLED", "there is no autocut"),
-    ignored("CPERSONA_AUTOCUT_MIN_GAP_RATIO", "there is no autocut"),
-    ignored("CPERSONA_AUTOCUT_MIN_RESULTS", "there is no autocut"),
+    fixed("CPERSONA_AUTOCUT_ENABLED", &["false"], NO_AUTOCUT),
+    refused("CPERSONA_AUTOCUT_MIN_GAP_RATIO", NO_AUTOCUT),
+    refused("CPERSONA_AUTOCUT_MIN_RESULTS", NO_AUTOCUT),
     honoured("CPERSONA_FUSED_GATE_ENABLED"),
-    ignored("CPERSONA_FUSED_GATE_SAMPLE_QUERIES", NO_CALIBRATION),
-    ignored("CPERSONA_FUSED_GATE_CALIBRATION_DRAWS", NO_CALIBRATION),
+    refused("CPERSONA_FUSED_GATE_SAMPLE_QUERIES", CALIBRATION_DRAWS),
+    refused("CPERSONA_FUSED_GATE_CALIBRATION_DRAWS", CALIBRATION_DRAWS),
     honoured("CPERSONA_RECALL_PRECISION"),
     honoured("CPERSONA_FUSED_GATE_BETA"),
     honoured_as(
         "CPERSONA_CONFIDENCE_ENABLED",
-        "default true (CPersona: false)",
+        "default true (CPersona: false): confidence is only reported here, never orders",
     ),
-    not_read(
+    fixed(
         "CPERSONA_CONFIDENCE_ORDERING",
-        "confidence never orders rows here (`legacy` is not honoured)",
+        &["fusion"],
+        "confidence never orders rows here, as `fusion`; `legacy` is not offered",
     ),
     honoured("CPERSONA_COSINE_FLOOR"),
     honoured("CPERSONA_COSINE_CEIL"),
@@ -270,38 +356,31 @@ pub const SETTINGS: &[Setting] = &[
     honoured("CPERSONA_DECAY_CEIL"),
     honoured("CPERSONA_RECALL_BOOST"),
     honoured("CPERSONA_BOOST_DECAY_RATE"),
-    not_read(
-        "CPERSONA_MIN_TIME_RANGE_HOURS",
-        "confidence's time span has no minimum",
-    ),
-    not_read(
-        "CPERSONA_REFERENCE_HOURS",
-        "confidence has no reference span",
-    ),
-    not_read(
+    refused("CPERSONA_MIN_TIME_RANGE_HOURS", NO_TIME_SPAN),
+    refused("CPERSONA_REFERENCE_HOURS", NO_TIME_SPAN),
+    refused(
         "CPERSONA_RESOLVED_DECAY_FACTOR",
-        "resolved rows get no extra decay",
+        "resolved rows get no extra decay here; unset it",
     ),
-    not_read(
-        "CPERSONA_RECENT_RECALL_PENALTY",
-        "recently recalled rows get no penalty",
-    ),
-    not_read(
-        "CPERSONA_RECENT_RECALL_WINDOW_MIN",
-        "recently recalled rows get no penalty",
-    ),
-    ignored(
+    refused("CPERSONA_RECENT_RECALL_PENALTY", NO_RECALL_PENALTY),
+    refused("CPERSONA_RECENT_RECALL_WINDOW_MIN", NO_RECALL_PENALTY),
+    fixed(
         "CPERSONA_EPISODE_PENALTY_ENABLED",
-        "there is no episode penalty",
+        &["false"],
+        "there is no episode penalty here (`false`, CPersona's default, is accepted)",
     ),
-    ignored("CPERSONA_EPISODE_DECAY_RATE", "there is no episode penalty"),
-    ignored(
+    inert(
+        "CPERSONA_EPISODE_DECAY_RATE",
+        "used only with CPERSONA_EPISODE_PENALTY_ENABLED=true, which this server refuses",
+    ),
+    inert(
         "CPERSONA_EPISODE_DECAY_FLOOR",
-        "there is no episode penalty",
+        "used only with CPERSONA_EPISODE_PENALTY_ENABLED=true, which this server refuses",
     ),
-    ignored(
+    fixed_as(
         "CPERSONA_PRIOR_FAR_WEIGHT",
-        "the far list votes at weight 1",
+        Accepts::Number(1.0),
+        "the far list votes at weight 1 here (CPersona's default); another weight is not offered",
     ),
     honoured_as(
         "CPERSONA_PRIOR_AGE_RATE",
@@ -312,54 +391,79 @@ pub const SETTINGS: &[Setting] = &[
         "CPERSONA_PRIOR_AGE_ANCHOR",
         "`newest` only; `now` with a rate above 0 is a start-up error",
     ),
-    not_read(
-        "CPERSONA_SCOPE_STATS_CACHE",
-        "scope statistics are read fresh",
-    ),
-    not_read(
-        "CPERSONA_SCOPE_STATS_TTL_SECONDS",
-        "scope statistics are read fresh",
-    ),
+    inert("CPERSONA_SCOPE_STATS_CACHE", SCOPE_STATS),
+    inert("CPERSONA_SCOPE_STATS_TTL_SECONDS", SCOPE_STATS),
     // Calibration.
-    not_read(
+    fixed(
         "CPERSONA_AUTO_CALIBRATE",
-        "the gate keeps its heuristic until calibrate_threshold is called",
+        &["false"],
+        "the gate keeps its heuristic until calibrate_threshold is called (CPersona's default, \
+         `false`); automatic calibration is not offered",
     ),
-    not_read(
+    fixed(
         "CPERSONA_CALIBRATE_ON_MODEL_CHANGE",
-        "a model change does not recalibrate by itself",
+        &["false"],
+        "a model change re-embeds the store but does not recalibrate by itself; call \
+         calibrate_threshold after the re-embedding",
     ),
-    not_read("CPERSONA_CALIBRATE_SAMPLE_SIZE", NO_CALIBRATION),
-    not_read("CPERSONA_CALIBRATE_MAX_SAMPLE", NO_CALIBRATION),
-    not_read("CPERSONA_CALIBRATE_Z_FACTOR", NO_CALIBRATION),
-    not_read("CPERSONA_CALIBRATE_FLOOR", NO_CALIBRATION),
-    not_read("CPERSONA_CALIBRATE_METHOD", NO_CALIBRATION),
-    not_read("CPERSONA_CALIBRATE_PERCENTILE", NO_CALIBRATION),
-    not_read("CPERSONA_CALIBRATE_TEMPORAL_WINDOW_MIN", NO_CALIBRATION),
+    honoured_as(
+        "CPERSONA_CALIBRATE_SAMPLE_SIZE",
+        "calibrate_threshold's default `sample_size` (1 to 2,000)",
+    ),
+    fixed_as(
+        "CPERSONA_CALIBRATE_MAX_SAMPLE",
+        Accepts::AtLeast(2_000),
+        "calibrate_threshold's `sample_size` is at most 2,000 here; a lower ceiling is not offered",
+    ),
+    honoured_as(
+        "CPERSONA_CALIBRATE_Z_FACTOR",
+        "calibrate_threshold's default `z_factor` (-10 to 10)",
+    ),
+    refused(
+        "CPERSONA_CALIBRATE_FLOOR",
+        "the calibrated threshold has no separate floor here; unset it",
+    ),
+    honoured_as(
+        "CPERSONA_CALIBRATE_METHOD",
+        "calibrate_threshold's default `method`: separation, percentile or zscore",
+    ),
+    honoured_as(
+        "CPERSONA_CALIBRATE_PERCENTILE",
+        "calibrate_threshold's default `percentile` (a fraction in (0, 1], or a percent above 1)",
+    ),
+    refused(
+        "CPERSONA_CALIBRATE_TEMPORAL_WINDOW_MIN",
+        "calibration samples at random, with no temporal window; unset it",
+    ),
     // The 2.6 recall process.
     honoured("CPERSONA_RECALL_PREVIEW_CHARS"),
-    ignored(
-        "CPERSONA_RECALL_EXCERPT_CHARS",
-        "excerpts keep their fixed size",
-    ),
-    ignored(
-        "CPERSONA_RECALL_CUE_TIME_LIMIT_MS",
-        "the recall loop's time limit is a fixed 1,000 ms",
-    ),
-    not_read(
+    honoured("CPERSONA_RECALL_EXCERPT_CHARS"),
+    honoured("CPERSONA_RECALL_CUE_TIME_LIMIT_MS"),
+    fixed(
         "CPERSONA_CUE_COARSE_ENABLED",
-        "there is no coarse cue index",
+        &["false"],
+        "there is no coarse cue index: the time cue's envelope is fetched exactly",
     ),
     honoured("CPERSONA_RECALL_PROPAGATION_SEAT"),
-    ignored("CPERSONA_FAR_SEATS_ENABLED", "there are no far seats"),
-    not_read("CPERSONA_BLOCK_BUILD_ENABLED", "blocks are always built"),
-    not_read(
+    fixed(
+        "CPERSONA_FAR_SEATS_ENABLED",
+        &["false"],
+        "there are no far seats here (`false`, CPersona's default, is accepted)",
+    ),
+    fixed(
+        "CPERSONA_BLOCK_BUILD_ENABLED",
+        &["true"],
+        "blocks are always built",
+    ),
+    fixed(
         "CPERSONA_BLOCK_RETRIEVAL_ENABLED",
+        &["false"],
         "blocks serve quoting only, never a retrieval arm",
     ),
-    not_read(
+    inert(
         "CPERSONA_BLOCK_INDEX",
-        "the block generation is built on request (`cpersona index rebuild --table blocks`)",
+        "the block generation serves reconstruct's quoting and is built on request \
+         (`cpersona index rebuild --table blocks`); no answer depends on it",
     ),
     // Reconstruct.
     honoured("CPERSONA_RECONSTRUCT_MAX_COUNT"),
@@ -372,36 +476,34 @@ pub const SETTINGS: &[Setting] = &[
     honoured("CPERSONA_RECONSTRUCT_QUOTE_CHARS"),
     honoured("CPERSONA_RECONSTRUCT_FULL_QUOTES"),
     honoured("CPERSONA_RECONSTRUCT_TAIL_QUOTE_CHARS"),
-    ignored(
+    fixed(
         "CPERSONA_RECONSTRUCT_SEQUENCE",
-        "passages are always ordered by item (`items`)",
+        &["items"],
+        "passages are always ordered by item, as `items` (CPersona's default)",
     ),
     honoured("CPERSONA_RECONSTRUCT_DEFAULT_BUDGET"),
     honoured("CPERSONA_RECONSTRUCT_MAX_BUDGET"),
     honoured("CPERSONA_RECONSTRUCT_FORCED_BUDGET"),
     // Maintenance and trials.
-    not_read(
+    inert(
         "CPERSONA_REEMBED_ROW_CAP",
-        "re-embedding after a model change runs in the background until every row is done \
-         (CPERSONA_AUTO_REEMBED); there is no per-run cap",
+        "re-embedding after a model change runs in bounded background steps until every row is \
+         done (CPERSONA_AUTO_REEMBED); a per-run cap changes no answer",
     ),
-    not_read(
-        "CPERSONA_NEAR_DUPLICATE_ROW_CAP",
-        "there is no near-duplicate scan",
-    ),
-    not_read(
+    honoured("CPERSONA_NEAR_DUPLICATE_ROW_CAP"),
+    inert(
         "CPERSONA_INVALID_SOURCE_CLASSIFY_CAP",
-        "there is no invalid-source scan",
+        "deep_check's anonymous_source reads every row of the agent in SQL; no cap applies",
     ),
-    not_read(
-        "CPERSONA_NORMALIZATION_SCAN_CAP",
-        "there is no normalisation scan",
+    honoured("CPERSONA_NORMALIZATION_SCAN_CAP"),
+    fixed("CPERSONA_LOGICAL_DIRECTORY", &["false"], NO_FOLDERS),
+    fixed("CPERSONA_DECLARED_FOLDERS", &["false"], NO_FOLDERS),
+    inert(
+        "CPERSONA_FOLDER_MAX_DEPTH",
+        "used only with folders on, which this server refuses",
     ),
-    not_read("CPERSONA_LOGICAL_DIRECTORY", NO_FOLDERS),
-    not_read("CPERSONA_DECLARED_FOLDERS", NO_FOLDERS),
-    not_read("CPERSONA_FOLDER_MAX_DEPTH", NO_FOLDERS),
-    not_read("CPERSONA_UPDATE_CHECK", NO_UPDATE_CHECK),
-    not_read("CPERSONA_UPDATE_CHECK_INTERVAL_SECONDS", NO_UPDATE_CHECK),
+    fixed("CPERSONA_UPDATE_CHECK", &["false"], NO_UPDATE_CHECK),
+    inert("CPERSONA_UPDATE_CHECK_INTERVAL_SECONDS", NO_UPDATE_CHECK),
     // This server's own.
     ours("CPERSONA_MODEL_DIR"),
     ours("CPERSONA_HTTP_ALLOWED_ORIGINS"),
@@ -420,57 +522,76 @@ pub fn setting(name: &str) -> Option<&'static Setting> {
     SETTINGS.iter().find(|s| s.name == name)
 }
 
-/// A set `CPERSONA_*` variable that has no effect here, as start-up and `check_health` list it.
+/// A set `CPERSONA_*` variable that is not simply honoured, as start-up and `check_health`
+/// list it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct UnhonouredSetting {
     pub name: String,
-    /// `ignored` (read, validated, without effect), `not_read`, `refused` (stops the server),
-    /// or `unknown` (neither CPersona's nor this server's; a typo?).
+    /// `inert` (accepted, changes no answer here), `refused` (stops the server: the
+    /// behaviour its value asks for is not offered), or `unknown` (neither CPersona's nor
+    /// this server's; a typo?).
     pub status: &'static str,
     pub note: String,
 }
 
-impl Coverage {
-    fn label(self) -> &'static str {
-        match self {
-            Coverage::Honoured => "honoured",
-            Coverage::Ignored => "ignored",
-            Coverage::NotRead => "not_read",
-            Coverage::Refused => "refused",
-        }
-    }
-}
-
-/// The set (non-empty) `CPERSONA_*` variables of `env` that are not honoured, by name.
+/// The set (non-empty) `CPERSONA_*` variables of `env` that are inert, refused or unknown,
+/// by name. A `Fixed` setting set to an accepted value is honoured and not listed.
 pub(super) fn unhonoured(env: &Env) -> Vec<UnhonouredSetting> {
     env.cpersona_vars()
-        .filter_map(|(name, _)| match setting(name) {
-            Some(s) if s.coverage == Coverage::Honoured => None,
-            Some(s) => Some(UnhonouredSetting {
+        .filter_map(|(name, value)| {
+            let Some(s) = setting(name) else {
+                return Some(UnhonouredSetting {
+                    name: name.to_owned(),
+                    status: "unknown",
+                    note: "not a setting of CPersona 2.6.14 or of this server".to_owned(),
+                });
+            };
+            let (status, note) = match s.coverage {
+                Coverage::Honoured => return None,
+                Coverage::Fixed(accepts) if accepts.admits(value) => return None,
+                Coverage::Fixed(accepts) => (
+                    "refused",
+                    format!(
+                        "{value:?} is not offered: {}; accepted: {}, or unset",
+                        s.note,
+                        accepts.describe()
+                    ),
+                ),
+                Coverage::Inert => ("inert", s.note.to_owned()),
+                Coverage::Refused => ("refused", s.note.to_owned()),
+            };
+            Some(UnhonouredSetting {
                 name: name.to_owned(),
-                status: s.coverage.label(),
-                note: s.note.to_owned(),
-            }),
-            None => Some(UnhonouredSetting {
-                name: name.to_owned(),
-                status: "unknown",
-                note: "not a setting of CPersona 2.6.14 or of this server".to_owned(),
-            }),
+                status,
+                note,
+            })
         })
         .collect()
 }
 
-/// The start-up error for the refused settings among `list`, if any (all of them named).
+/// The start-up error for the refused settings among `list`, if any (each named with why).
 pub fn refusal(list: &[UnhonouredSetting]) -> Option<ConfigError> {
     let refused: Vec<&UnhonouredSetting> = list.iter().filter(|s| s.status == "refused").collect();
-    let first = refused.first()?;
+    if refused.is_empty() {
+        return None;
+    }
     Some(ConfigError::Unsupported {
         var: refused
             .iter()
             .map(|s| s.name.as_str())
             .collect::<Vec<_>>()
             .join(", "),
-        reason: first.note.clone(),
+        reason: refused
+            .iter()
+            .map(|s| {
+                if refused.len() == 1 {
+                    s.note.clone()
+                } else {
+                    format!("{}: {}", s.name, s.note)
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("; "),
     })
 }
 
@@ -480,14 +601,15 @@ pub fn warning_lines(list: &[UnhonouredSetting]) -> Vec<String> {
         return Vec::new();
     }
     let mut lines = vec![format!(
-        "cpersona: {} CPERSONA_* setting{} set but without effect on this server:",
+        "cpersona: {} CPERSONA_* setting{} set but change{} no answer on this server:",
         list.len(),
-        if list.len() == 1 { " is" } else { "s are" }
+        if list.len() == 1 { " is" } else { "s are" },
+        if list.len() == 1 { "s" } else { "" }
     )];
     for s in list {
         let status = match s.status {
-            "ignored" => "parsed, then ignored",
-            "not_read" => "not read",
+            "inert" => "accepted, inert here",
+            "unknown" => "unknown name",
             other => other,
         };
         lines.push(format!("  {} ({status}): {}", s.name, s.note));

@@ -23,8 +23,8 @@ pub enum ConfigError {
     /// An environment variable is not valid UTF-8.
     #[error("environment variable {var} is not valid UTF-8")]
     NotUnicode { var: String },
-    /// A setting this server does not implement, whose absence would weaken access control.
-    #[error("{var}: set, but not honoured by this server ({reason}); unset it to start")]
+    /// A setting whose value asks for a behaviour this server does not offer (coverage table).
+    #[error("{var}: set, but not honoured by this server ({reason})")]
     Unsupported { var: String, reason: String },
 }
 

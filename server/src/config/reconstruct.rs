@@ -5,14 +5,6 @@
 use super::env::Env;
 use super::error::{ConfigError, Result};
 
-/// How reconstruct orders quoted passages (`CPERSONA_RECONSTRUCT_SEQUENCE`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ReconstructSequence {
-    Items,
-    Evidence,
-    Whole,
-}
-
 /// Reconstruct settings (cpersona-2.6.14 §4.1, §4.2 and §7 "Reconstruct").
 #[derive(Clone, Debug)]
 pub struct ReconstructSettings {
@@ -26,7 +18,6 @@ pub struct ReconstructSettings {
     pub quote_chars: u64,
     pub full_quotes: u64,
     pub tail_quote_chars: u64,
-    pub sequence: ReconstructSequence,
     pub default_budget: u64,
     pub max_budget: u64,
     pub forced_budget: Option<u64>,
@@ -146,15 +137,6 @@ pub(super) fn parse_reconstruct(env: &Env, preview_chars: u64) -> Result<Reconst
         quote_chars,
         full_quotes: env.int("CPERSONA_RECONSTRUCT_FULL_QUOTES", 5, 0, 1_000)?,
         tail_quote_chars,
-        sequence: env.word(
-            "CPERSONA_RECONSTRUCT_SEQUENCE",
-            ReconstructSequence::Items,
-            &[
-                ("items", ReconstructSequence::Items),
-                ("evidence", ReconstructSequence::Evidence),
-                ("whole", ReconstructSequence::Whole),
-            ],
-        )?,
         default_budget,
         max_budget,
         forced_budget,

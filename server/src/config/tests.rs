@@ -130,14 +130,14 @@ fn invalid_numbers_words_and_booleans_are_errors() {
         ("CPERSONA_RRF_K", "0"),
         ("CPERSONA_RRF_K", "-1"),
         ("CPERSONA_MAX_MEMORIES", "0"),
-        ("CPERSONA_VECTOR_MIN_SIMILARITY", "NaN"),
-        ("CPERSONA_VECTOR_MIN_SIMILARITY", "2"),
-        ("CPERSONA_PRIOR_FAR_WEIGHT", "1.5"),
         ("CPERSONA_RECALL_MODE", "bm25"),
+        ("CPERSONA_RECALL_MODE", "cascade"),
         ("CPERSONA_RECALL_PRECISION", "exact"),
-        ("CPERSONA_AUTOCUT_ENABLED", "maybe"),
         ("CPERSONA_ALLOW_UNAUTHENTICATED_HTTP", "sure"),
-        ("CPERSONA_AUTOCUT_MIN_RESULTS", "1"),
+        ("CPERSONA_CALIBRATE_SAMPLE_SIZE", "2001"),
+        ("CPERSONA_CALIBRATE_METHOD", "temporal"),
+        ("CPERSONA_TASK_MAX_RETRIES", "0"),
+        ("CPERSONA_NEAR_DUPLICATE_ROW_CAP", "1"),
         ("CPERSONA_HTTP_MAX_BODY_BYTES", "10"),
         ("CPERSONA_TRANSPORT", "websocket"),
         ("CPERSONA_RECONSTRUCT_MAX_HOPS", "6"),
@@ -156,8 +156,8 @@ fn booleans_accept_the_reference_spellings() {
         assert!(c.http.allow_unauthenticated, "{yes}");
     }
     for no in ["false", "0", "no", "off"] {
-        let c = parse(&[("CPERSONA_AUTOCUT_ENABLED", no)]).unwrap();
-        assert!(!c.recall.autocut_enabled, "{no}");
+        let c = parse(&[("CPERSONA_DEGRADED_ADVISORY", no)]).unwrap();
+        assert!(!c.recall.degraded_advisory, "{no}");
     }
 }
 

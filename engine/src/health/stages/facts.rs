@@ -212,7 +212,7 @@ pub struct SchemaFacts {
 pub struct UnusedSetting {
     /// Its name.
     pub name: String,
-    /// `ignored`, `not_read`, `refused` or `unknown`.
+    /// `inert`, `unknown`, or a reason of the server's own (`converted_original_changed`).
     pub status: String,
     /// Why, in one line.
     pub note: String,

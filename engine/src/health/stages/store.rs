@@ -189,15 +189,22 @@ pub fn calibration_staleness(
     .with("state", "ok")
 }
 
-/// `settings`: entries set but without effect (the server lists them).
+/// `settings`: entries set but without effect (the server lists them). Inert ones (a tuning
+/// of a mechanism that changes no answer here) are information; an unknown name (a typo?)
+/// or anything else the server lists is a warning.
 pub fn settings(unused: &[UnusedSetting]) -> Finding {
     if unused.is_empty() {
         return Finding::ok("settings", "every set setting takes effect");
     }
     let names: Vec<&str> = unused.iter().map(|s| s.name.as_str()).collect();
+    let severity = if unused.iter().all(|s| s.status == "inert") {
+        Severity::Info
+    } else {
+        Severity::Warning
+    };
     Finding::new(
         "settings",
-        Severity::Warning,
+        severity,
         format!(
             "set but without effect on this server: {}",
             names.join(", ")

@@ -94,3 +94,23 @@ fn aliases_map_to_registry_names() {
     assert_eq!(canonical("fts_integrity"), Some("fts_integrity"));
     assert_eq!(canonical("nope"), None);
 }
+
+#[test]
+fn inert_settings_inform_and_an_unknown_name_warns() {
+    use super::facts::UnusedSetting;
+    let setting = |name: &str, status: &str| UnusedSetting {
+        name: name.to_owned(),
+        status: status.to_owned(),
+        note: String::new(),
+    };
+    assert_eq!(super::store::settings(&[]).severity, Severity::Ok);
+    let inert = [setting("CPERSONA_EMBEDDING_CACHE_SIZE", "inert")];
+    assert_eq!(super::store::settings(&inert).severity, Severity::Info);
+    let typo = [
+        setting("CPERSONA_EMBEDDING_CACHE_SIZE", "inert"),
+        setting("CPERSONA_RRF_KK", "unknown"),
+    ];
+    let finding = super::store::settings(&typo);
+    assert_eq!(finding.severity, Severity::Warning);
+    assert_eq!(finding.count, Some(2));
+}

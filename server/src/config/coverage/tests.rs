@@ -1,6 +1,8 @@
-//! The coverage table against the parser: the names marked read (`Honoured`, `Ignored`) are
-//! exactly the `CPERSONA_*` names `Config::from_env` asks for, over environments that take each
-//! of its branches; and what start-up lists and refuses.
+//! The coverage table against the parser and the start-up check: the names marked `Honoured`
+//! are exactly the `CPERSONA_*` names `Config::from_env` asks for, over environments that take
+//! each of its branches; every `Fixed` row starts on each value it accepts and is refused on
+//! another, every `Refused` row is refused, every `Inert` row starts and is listed; and what
+//! start-up prints.
 
 use std::collections::BTreeSet;
 
@@ -37,7 +39,7 @@ fn names_the_parser_reads() -> BTreeSet<&'static str> {
 fn the_rows_marked_read_are_what_the_parser_reads() {
     let marked: BTreeSet<&str> = SETTINGS
         .iter()
-        .filter(|s| matches!(s.coverage, Coverage::Honoured | Coverage::Ignored))
+        .filter(|s| s.coverage == Coverage::Honoured)
         .map(|s| s.name)
         .collect();
     let read = names_the_parser_reads();
@@ -74,14 +76,76 @@ fn each_name_has_one_row_and_every_unhonoured_row_says_why() {
     }
 }
 
+/// A value each `Fixed` row accepts, and one it does not.
+fn accepted_and_not(accepts: Accepts) -> (String, String) {
+    match accepts {
+        Accepts::Words(words) => (words[0].to_owned(), "not-a-value-of-it".to_owned()),
+        Accepts::Number(n) => (n.to_string(), (n + 0.5).to_string()),
+        Accepts::AtLeast(n) => (n.to_string(), (n - 1).to_string()),
+    }
+}
+
+/// Parses `name=value` alone and says whether start-up refuses it and whether it is listed.
+fn start_up(name: &str, value: &str) -> (Option<String>, Vec<&'static str>) {
+    let env = Env::from_pairs(&[(name, value)]);
+    let config = Config::from_env(&env, None).unwrap_or_else(|e| panic!("{name}={value}: {e}"));
+    let listed = config.unhonoured.iter().map(|s| s.status).collect();
+    (config.refused_setting().map(|e| e.to_string()), listed)
+}
+
+#[test]
+fn every_cpersona_setting_is_honoured_fixed_inert_or_refused_at_start_up() {
+    let (mut honoured, mut differs, mut fixed, mut inert, mut refused) = (0, 0, 0, 0, 0);
+    for s in SETTINGS.iter().filter(|s| s.cpersona) {
+        match s.coverage {
+            Coverage::Honoured if s.note.is_empty() => honoured += 1,
+            Coverage::Honoured => differs += 1,
+            Coverage::Fixed(accepts) => {
+                fixed += 1;
+                let (yes, no) = accepted_and_not(accepts);
+                let (refusal, listed) = start_up(s.name, &yes);
+                assert!(refusal.is_none(), "{}={yes}: {refusal:?}", s.name);
+                assert!(listed.is_empty(), "{}={yes} is listed: {listed:?}", s.name);
+                let (refusal, _) = start_up(s.name, &no);
+                let refusal = refusal.unwrap_or_else(|| panic!("{}={no} starts", s.name));
+                assert!(refusal.starts_with(s.name), "{refusal}");
+                assert!(
+                    refusal.contains(&format!("{no:?} is not offered")),
+                    "{refusal}"
+                );
+            }
+            Coverage::Inert => {
+                inert += 1;
+                let (refusal, listed) = start_up(s.name, "1");
+                assert!(refusal.is_none(), "{}: {refusal:?}", s.name);
+                assert_eq!(listed, ["inert"], "{}", s.name);
+            }
+            Coverage::Refused => {
+                refused += 1;
+                let (refusal, _) = start_up(s.name, "1");
+                let refusal = refusal.unwrap_or_else(|| panic!("{} starts", s.name));
+                assert!(refusal.starts_with(s.name), "{refusal}");
+                assert!(refusal.contains(s.note), "{refusal}");
+            }
+        }
+    }
+    let total = honoured + differs + fixed + inert + refused;
+    eprintln!(
+        "CPersona settings: {total} = honoured {honoured} + differs on purpose {differs} + \
+         fixed {fixed} + inert {inert} + refused {refused}"
+    );
+    // The 127 names of CPersona's tables (the reference's count).
+    assert_eq!(total, 127, "a CPersona name was added or dropped");
+}
+
 #[test]
 fn set_unhonoured_names_are_listed_and_honoured_or_empty_ones_are_not() {
     let env = Env::from_pairs(&[
-        ("CPERSONA_AUTO_CALIBRATE", "true"),
-        ("CPERSONA_VECTOR_REACH", "5"),
+        ("CPERSONA_EMBEDDING_CACHE_SIZE", "64"),
+        ("CPERSONA_FTS_ENABLED", "yes"),
         ("CPERSONA_NOT_A_SETTING", "1"),
         ("CPERSONA_RRF_K", "30"),
-        ("CPERSONA_FTS_ENABLED", " "),
+        ("CPERSONA_STORE_BLOB", " "),
         ("EMBEDDING_MODE", "none"),
     ]);
     let config = Config::from_env(&env, None).unwrap();
@@ -93,16 +157,34 @@ fn set_unhonoured_names_are_listed_and_honoured_or_empty_ones_are_not() {
     assert_eq!(
         listed,
         [
-            ("CPERSONA_AUTO_CALIBRATE", "not_read"),
+            ("CPERSONA_EMBEDDING_CACHE_SIZE", "inert"),
             ("CPERSONA_NOT_A_SETTING", "unknown"),
-            ("CPERSONA_VECTOR_REACH", "ignored"),
         ]
     );
     assert!(config.refused_setting().is_none());
     let lines = warning_lines(&config.unhonoured);
-    assert_eq!(lines.len(), 4, "{lines:?}");
-    assert!(lines[0].contains("3 CPERSONA_* settings"), "{}", lines[0]);
-    assert!(lines[3].contains("CPERSONA_VECTOR_REACH (parsed, then ignored)"));
+    assert_eq!(lines.len(), 3, "{lines:?}");
+    assert!(lines[0].contains("2 CPERSONA_* settings"), "{}", lines[0]);
+    assert!(lines[1].contains("CPERSONA_EMBEDDING_CACHE_SIZE (accepted, inert here)"));
+}
+
+#[test]
+fn several_refusals_are_named_together_with_their_reasons() {
+    let env = Env::from_pairs(&[
+        ("CPERSONA_FTS_ENABLED", "false"),
+        ("CPERSONA_VECTOR_REACH", "50000"),
+    ]);
+    let config = Config::from_env(&env, None).unwrap();
+    let message = config.refused_setting().unwrap().to_string();
+    assert!(
+        message.starts_with("CPERSONA_FTS_ENABLED, CPERSONA_VECTOR_REACH: set, but not honoured"),
+        "{message}"
+    );
+    assert!(message.contains("CPERSONA_FTS_ENABLED: \"false\" is not offered: the FTS5 arm is always on; accepted: `true`, or unset"), "{message}");
+    assert!(
+        message.contains("CPERSONA_VECTOR_REACH: the far list is always on"),
+        "{message}"
+    );
 }
 
 #[test]
@@ -118,8 +200,12 @@ fn oauth_settings_are_refused_and_the_acl_file_is_honoured() {
         message.starts_with("CPERSONA_OAUTH_RESOURCE: set, but not honoured"),
         "{message}"
     );
-    assert!(!message.contains("CPERSONA_ACL_FILE"), "{message}");
-    assert!(!message.contains("CPERSONA_OAUTH_SCOPES"), "{message}");
+    // Only the resource is refused: the scopes are inert without it, the ACL file honoured.
+    assert_eq!(
+        message.split(':').next(),
+        Some("CPERSONA_OAUTH_RESOURCE"),
+        "{message}"
+    );
     // See: issue 19. The ACL file is read (at serve start-up), so it is neither refused nor
     // listed as unhonoured.
     let env = Env::from_pairs(&[("CPERSONA_ACL_FILE", "/etc/cpersona/acl.json")]);

@@ -37,7 +37,7 @@ pub(crate) async fn health(
         let queue = serde_json::to_value(&queue).unwrap_or(Value::Null);
         let advisory = state
             .backend
-            .advisory()
+            .embedder_degraded()
             .map(|a| serde_json::to_value(a).unwrap_or(Value::Null));
         let status = text_of(&report["status"]);
         let empty = Vec::new();

@@ -53,7 +53,17 @@ impl EngineBackend {
     }
 
     /// CPersona's `advisory` object when semantic recall is degraded, else `None`.
+    /// The degraded-embedder advisory a recall carries, unless the operator turned it off
+    /// (`CPERSONA_DEGRADED_ADVISORY=false`, as CPersona).
     pub(crate) fn advisory(&self) -> Option<wire::Advisory> {
+        if !self.recall.degraded_advisory {
+            return None;
+        }
+        self.embedder_degraded()
+    }
+
+    /// The embedder's degradation, whatever the advisory setting (the console's health page).
+    pub(crate) fn embedder_degraded(&self) -> Option<wire::Advisory> {
         embedder_advisory(self.embedder.as_ref())
     }
 }

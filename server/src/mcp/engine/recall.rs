@@ -8,6 +8,7 @@ use cpersona_engine::trace::RecallTrace;
 use cpersona_engine::{CalibrateRequest, RecallQuery, RecallResult, ThresholdMethod};
 use serde_json::Value;
 
+use crate::config::CalibrateMethod;
 use crate::mcp::backend::{ToolError, ToolResult};
 use crate::mcp::engine::backend::EngineBackend;
 use crate::mcp::engine::convert::{RecallCommon, encode, engine_cue, engine_error, recall_query};
@@ -176,21 +177,30 @@ pub(crate) fn calibrate_threshold(
     backend: &EngineBackend,
     args: wire::CalibrateArgs,
 ) -> ToolResult {
+    // What the call leaves out, the operator's CPERSONA_CALIBRATE_* settings fill.
+    let defaults = backend.recall_settings().calibrate;
+    let z_factor = args.z_factor.unwrap_or(defaults.z_factor);
+    let percentile = args.percentile.unwrap_or(defaults.percentile);
     // CPersona reads a percentile above 1 as a percent (95 is 0.95).
-    let percentile = if args.percentile > 1.0 {
-        args.percentile / 100.0
+    let percentile = if percentile > 1.0 {
+        percentile / 100.0
     } else {
-        args.percentile
+        percentile
     };
-    let method = match args.method {
+    let method = args.method.unwrap_or(match defaults.method {
+        CalibrateMethod::Separation => wire::CalibrationMethod::Separation,
+        CalibrateMethod::Percentile => wire::CalibrationMethod::Percentile,
+        CalibrateMethod::Zscore => wire::CalibrationMethod::Zscore,
+    });
+    let method = match method {
         wire::CalibrationMethod::Separation => ThresholdMethod::Separation,
         wire::CalibrationMethod::Percentile => ThresholdMethod::Percentile(percentile),
-        wire::CalibrationMethod::Zscore => ThresholdMethod::ZScore(args.z_factor),
+        wire::CalibrationMethod::Zscore => ThresholdMethod::ZScore(z_factor),
     };
     let request = CalibrateRequest {
         agent_id: &args.agent_id,
         method,
-        sample_size: Some(args.sample_size as usize),
+        sample_size: Some(args.sample_size.unwrap_or(defaults.sample_size) as usize),
     };
     let outcome = backend
         .engine()
@@ -207,7 +217,7 @@ pub(crate) fn calibrate_threshold(
         scope,
         agent_id: outcome.agent_id,
         method: calibration.method,
-        z_factor: args.z_factor,
+        z_factor,
         percentile,
         sampled_embeddings: calibration.sampled_rows,
         num_pairs: calibration.null_pairs,

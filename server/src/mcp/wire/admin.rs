@@ -4,15 +4,12 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-fn default_sample_size() -> u32 {
-    200
+/// Drops the `default: null` an optional argument would advertise: its default is the
+/// operator's setting, named in the description, not a value of the schema.
+fn no_default(schema: &mut schemars::Schema) {
+    schema.remove("default");
 }
-fn default_z_factor() -> f64 {
-    1.0
-}
-fn default_percentile() -> f64 {
-    0.95
-}
+
 fn default_ttl() -> u32 {
     1800
 }
@@ -108,19 +105,22 @@ pub struct CalibrateArgs {
     /// The agent; "" calibrates the global threshold.
     #[schemars(length(max = 256))]
     pub agent_id: String,
-    #[serde(default = "default_sample_size")]
-    #[schemars(range(min = 1, max = 2000))]
-    pub sample_size: u32,
-    #[serde(default = "default_z_factor")]
-    #[schemars(range(min = -10.0, max = 10.0))]
-    pub z_factor: f64,
-    /// How the threshold is picked.
+    /// Rows sampled; left out, `CPERSONA_CALIBRATE_SAMPLE_SIZE` (200).
     #[serde(default)]
-    pub method: CalibrationMethod,
-    /// A fraction (0.95) or a percent (95).
-    #[serde(default = "default_percentile")]
-    #[schemars(range(min = 0.0, max = 100.0))]
-    pub percentile: f64,
+    #[schemars(with = "u32", range(min = 1, max = 2000), transform = no_default)]
+    pub sample_size: Option<u32>,
+    /// Left out, `CPERSONA_CALIBRATE_Z_FACTOR` (1.0).
+    #[serde(default)]
+    #[schemars(with = "f64", range(min = -10.0, max = 10.0), transform = no_default)]
+    pub z_factor: Option<f64>,
+    /// How the threshold is picked; left out, `CPERSONA_CALIBRATE_METHOD` (separation).
+    #[serde(default)]
+    #[schemars(with = "CalibrationMethod", transform = no_default)]
+    pub method: Option<CalibrationMethod>,
+    /// A fraction (0.95) or a percent (95); left out, `CPERSONA_CALIBRATE_PERCENTILE` (0.95).
+    #[serde(default)]
+    #[schemars(with = "f64", range(min = 0.0, max = 100.0), transform = no_default)]
+    pub percentile: Option<f64>,
 }
 
 /// A recall precision preset; "" with `beta` ≤ 0 clears the override.
