@@ -23,6 +23,7 @@ mod cue;
 mod excerpts;
 pub(crate) mod facts;
 pub(crate) mod pass;
+mod profile;
 pub(crate) mod read;
 pub(crate) mod seats;
 pub mod stages;
@@ -32,6 +33,7 @@ pub mod types;
 
 pub use crate::recall::arms::vector::{MAX_MEMORIES, PREFILTER_MIN_ROWS, VectorReport};
 pub use calibration::CALIBRATION_SAMPLE_ROWS;
+pub use profile::{ProfileReason, ProfileRow};
 pub use read::{POOL_COUNT_CAP, SCORING_VERSION};
 pub use stages::{
     Arm, ArmHit, ArmList, CueConfidence, FusedCandidate, Period, RecallConfig, RecallError,
@@ -40,8 +42,8 @@ pub use stages::{
 pub use types::{CalibrationOutcome, RecallQuery, RecallResult, RecallTimings};
 
 /// `recall`: embeds the query, runs the vector and lexical arms in the caller's scope,
-/// then depth → fusion → gate → count cut → hydration → shape, the held places and, when
-/// asked, the trace. An embedder failure degrades to the lexical arms with an advisory; a
+/// then depth → fusion → gate → count cut → hydration → shape, the held places, the profile
+/// row where the answer leaves a place (`profile.rs`) and, when asked, the trace. An embedder failure degrades to the lexical arms with an advisory; a
 /// blank query is the recency listing. The memories returned are then credited
 /// (`recall_count + 1`, `credit.rs`).
 pub(crate) fn recall(
@@ -90,6 +92,15 @@ pub(crate) fn answer_with(
             cap,
         )?;
     }
+    let profile = store.read(|conn| {
+        profile::held_profile(
+            conn,
+            &q.agent_id,
+            window.gate_input.pool,
+            window.outcome.response.messages.len(),
+            q.limit,
+        )
+    })?;
     let fetches = window.fetches + deeper.as_ref().map_or(0, |d| d.fetches);
     if let Some(report) = window.outcome.stages.deliberation.as_mut() {
         report.fetches = fetches;
@@ -111,6 +122,7 @@ pub(crate) fn answer_with(
         capture,
         query_vector: window.query_vector,
         fetches,
+        profile,
     })
 }
 

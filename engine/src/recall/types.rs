@@ -110,6 +110,11 @@ pub struct RecallResult {
     /// window's, and the propagation seat's deeper pass when it ran) and the time cue's
     /// envelope (once; the deeper pass reuses the window's plan).
     pub fetches: usize,
+    /// The agent's profile row, when the answer left a place under `limit` and the scope
+    /// holds at least 50 rows (CPersona's `[Profile]` row; `recall/profile.rs`). Not in
+    /// `response.messages`: the server places it first there, the least relevant place.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub profile: Option<crate::recall::ProfileRow>,
 }
 
 /// A stored calibration and where it came from.

@@ -208,3 +208,55 @@ fn recall_precision_is_per_agent_and_rolls_back_when_calibration_fails() {
     assert_eq!(f.engine.recall_beta("empty").unwrap(), None);
     assert!(f.engine.set_recall_precision("a", Some(-1.0)).is_err());
 }
+
+fn set_profile(f: &Fixture, agent: &str, text: &str) {
+    f.engine
+        .update_profile(&cpersona_engine::UpdateProfileRequest {
+            agent_id: agent.into(),
+            profile: text.into(),
+            session_key: String::new(),
+        })
+        .unwrap();
+}
+
+/// CPersona's `[Profile]` row: it joins an answer that leaves a place under `limit` once the
+/// scope holds 50 rows, never takes a ranked row's place, and is never credited.
+#[test]
+fn the_profile_row_fills_a_free_place_once_the_pool_holds_fifty_rows() {
+    let f = fixture();
+    set_profile(&f, "a", "prefers short answers");
+    // 24 "apple" rows: a pool under 50, so no profile however much room is left.
+    corpus(&f);
+    assert!(f.engine.recall(&ask(100)).unwrap().profile.is_none());
+    for i in 0..30 {
+        store(&f, &format!("weather log {i} cloudy"), "discord:1");
+    }
+    // 54 rows in scope: an answer with room gets the profile, marked as such.
+    let roomy = f.engine.recall(&ask(100)).unwrap();
+    let ranked = roomy.response.messages.len();
+    assert!(ranked < 100, "{ranked}");
+    let profile = roomy
+        .profile
+        .expect("a place was free and the pool holds 54 rows");
+    assert_eq!(profile.content, "[Profile] prefers short answers");
+    assert_eq!(profile.source, json!({"System": "profile"}));
+    assert_eq!(profile.match_reason.pool, 54);
+    // A full answer keeps every ranked row and no profile.
+    let full = f.engine.recall(&ask(5)).unwrap();
+    assert_eq!(full.response.messages.len(), 5);
+    assert!(full.profile.is_none());
+    // Another agent's profile never shows; an agent without one gets none.
+    set_profile(&f, "b", "someone else");
+    let mut other = ask(100);
+    other.agent_id = "c".into();
+    for i in 0..55 {
+        f.engine
+            .store(&StoreRequest {
+                agent_id: "c".into(),
+                content: format!("apple note {i} for c"),
+                ..StoreRequest::default()
+            })
+            .unwrap();
+    }
+    assert!(f.engine.recall(&other).unwrap().profile.is_none());
+}

@@ -53,7 +53,7 @@ pub fn schema(tool: &str) -> Option<Arc<JsonObject>> {
         "unlock_memory" => of::<engine::UnlockMemoryOutcome>(),
         "list_memories" => of::<engine::ListMemoriesOutcome>(),
         "get_contents" => of::<engine::ContentsResponse>(),
-        "recall" => of::<wire::RecallBody<'static>>(),
+        "recall" => recall(),
         "recall_with_context" => recall_with_context(),
         "reconstruct" => of::<engine::ReconstructBody<'static>>(),
         "archive_episode" => of::<engine::ArchiveEpisodeOutcome>(),
@@ -127,20 +127,30 @@ fn merge_defs(schema: &mut JsonObject, other: &mut JsonObject) {
     }
 }
 
+/// `recall`'s schema, whose `messages` also hold the agent's profile row
+/// (`engine::recall::ProfileRow`).
+fn recall() -> JsonObject {
+    messages_may_hold::<engine::recall::ProfileRow>(of::<wire::RecallBody<'static>>())
+}
+
 /// `recall`'s schema, whose `messages` also hold the caller's conversation turns
 /// (`wire::ConversationTurn`), plus `context_filter_only`.
 fn recall_with_context() -> JsonObject {
-    let mut schema = with_properties_of::<WithContextAdded>(of::<wire::RecallBody<'static>>());
-    let mut turn = of::<wire::ConversationTurn>();
-    merge_defs(&mut schema, &mut turn);
-    turn.remove("$schema");
+    messages_may_hold::<wire::ConversationTurn>(with_properties_of::<WithContextAdded>(recall()))
+}
+
+/// `schema` with its `messages` items widened to also admit a `T`.
+fn messages_may_hold<T: JsonSchema + 'static>(mut schema: JsonObject) -> JsonObject {
+    let mut other = of::<T>();
+    merge_defs(&mut schema, &mut other);
+    other.remove("$schema");
     if let Some(items) = schema
         .get_mut("properties")
         .and_then(|p| p.get_mut("messages"))
         .and_then(|m| m.get_mut("items"))
     {
-        let recalled = items.take();
-        *items = json!({"anyOf": [recalled, Value::Object(turn)]});
+        let before = items.take();
+        *items = json!({"anyOf": [before, Value::Object(other)]});
     }
     schema
 }

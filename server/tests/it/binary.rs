@@ -567,6 +567,63 @@ fn calibrate_threshold_takes_cpersonas_arguments_and_the_global_scope() {
     assert_eq!(global["sampled_embeddings"], 40, "{global}");
 }
 
+/// CPersona's `[Profile]` row: once the agent holds 50 rows, an answer with a free place
+/// carries the profile first (the least relevant place of a last-is-best list), without a
+/// ref; `recall_with_context` keeps it among the undated rows it orders first.
+#[test]
+fn recall_adds_the_profile_row_where_the_answer_leaves_a_place() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut calls: Vec<(&str, Value)> = (0..52)
+        .map(|i| {
+            (
+                "store",
+                json!({"agent_id": "a", "content": format!("day {i}: walked the dog by the river")}),
+            )
+        })
+        .collect();
+    calls.extend([
+        ("recall", json!({"agent_id": "a", "query": "dog", "limit": 100})),
+        ("update_profile", json!({"agent_id": "a", "profile": "Owns a dog named Rex."})),
+        ("recall", json!({"agent_id": "a", "query": "dog", "limit": 100})),
+        ("recall", json!({"agent_id": "a", "query": "dog", "limit": 3})),
+        ("recall_with_context", json!({"agent_id": "a", "query": "dog", "limit": 100,
+            "external_context": [{"role": "user", "content": "hi", "timestamp": "2026-01-01T00:00:00Z"}]})),
+    ]);
+    let out = call_tools(dir.path(), &calls);
+    let (before, with_room, full, with_context) = (&out[52], &out[54], &out[55], &out[56]);
+    let first = |body: &Value| body["messages"][0].clone();
+    assert!(
+        !first(before)["content"]
+            .as_str()
+            .unwrap()
+            .starts_with("[Profile]"),
+        "no profile yet: {before}"
+    );
+    let profile = first(with_room);
+    assert_eq!(
+        profile["content"], "[Profile] Owns a dog named Rex.",
+        "{with_room}"
+    );
+    assert_eq!(profile["source"], json!({"System": "profile"}));
+    assert_eq!(profile["match_reason"]["signal"], "profile");
+    assert!(profile.get("ref").is_none(), "{profile}");
+    let rows = with_room["messages"].as_array().unwrap();
+    assert_eq!(rows.len(), before["messages"].as_array().unwrap().len() + 1);
+    assert_eq!(full["messages"].as_array().unwrap().len(), 3, "{full}");
+    assert!(
+        full["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|m| m.get("ref").is_some())
+    );
+    assert_eq!(
+        first(with_context)["content"],
+        "[Profile] Owns a dog named Rex.",
+        "{with_context}"
+    );
+}
+
 /// `check_update` answers in CPersona's shape that this server does not update itself
 /// (`state: "disabled"`, the running version), and refuses `apply` with nothing run.
 #[test]

@@ -113,7 +113,8 @@ fn corpus(dir: &Path) -> Vec<(&'static str, Value)> {
         "The API key rotation happens every 90 days",
     ];
     let mut calls = Vec::new();
-    for round in 0..4 {
+    // Seven rounds: 56 rows, past the 50 from which recall adds the profile row.
+    for round in 0..7 {
         for (i, topic) in topics.iter().enumerate() {
             calls.push((
                 "store",
@@ -133,6 +134,8 @@ fn corpus(dir: &Path) -> Vec<(&'static str, Value)> {
     ));
     let export = dir.join("out.jsonl");
     calls.extend([
+        ("update_profile", json!({"agent_id": "a", "profile": "Prefers short answers."})),
+        ("recall", json!({"agent_id": "a", "query": "Miso", "limit": 100})),
         ("update_memory", json!({"agent_id": "a", "memory_id": 2, "content": "The deploy pipeline runs on Thursdays"})),
         ("lock_memory", json!({"agent_id": "a", "memory_id": 3})),
         ("unlock_memory", json!({"agent_id": "a", "memory_id": 3})),

@@ -19,7 +19,7 @@ pub(crate) fn recall(backend: &EngineBackend, query: RecallQuery) -> ToolResult 
     let trace = query.trace;
     let result = backend.engine().recall(&query).map_err(engine_error)?;
     let dropped = result.filtered.total();
-    encode(&wire::RecallBody {
+    let mut body = encode(&wire::RecallBody {
         response: &result.response,
         excluded: (dropped > 0).then_some(dropped),
         advisory: backend.advisory(),
@@ -29,7 +29,15 @@ pub(crate) fn recall(backend: &EngineBackend, query: RecallQuery) -> ToolResult 
         } else {
             None
         },
-    })
+    })?;
+    // CPersona's place for the profile row: after every ranked row, so first in a
+    // last-is-best list.
+    if let Some(profile) = &result.profile
+        && let Some(messages) = body.get_mut("messages").and_then(Value::as_array_mut)
+    {
+        messages.insert(0, encode(profile)?);
+    }
+    Ok(body)
 }
 
 /// The engine's versioned recall trace (`cpersona_engine::trace`); it replays offline
