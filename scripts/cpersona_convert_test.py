@@ -1,5 +1,7 @@
 #!/usr/bin/env python3
-"""CPersona 2.6.14 itself writes a store, for the conversion test (server/tests/it/migrate.rs).
+"""CPersona itself writes a store, for the conversion test (server/tests/it/migrate.rs): 2.6.14
+from the venv, or a 2.5-line release installed apart (`--cpersona-path DIR`, put first on
+PYTHONPATH; `--line 2.5` skips the associations, which that line does not have).
 
 `fill`: runs `python -m cpersona` (the PyPI package, installed by scripts/test) over MCP stdio with
 the official `mcp` client, CPERSONA_DB_PATH=--db and its embeddings from `--embed-url` (a
@@ -58,10 +60,16 @@ EPISODES = [
 ]
 
 
+CPERSONA_PATH = None
+
+
 def params(db, embed_url, env_extra=None):
     env = {k: v for k, v in os.environ.items() if not k.startswith("CPERSONA_")}
+    if CPERSONA_PATH:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [CPERSONA_PATH, env.get("PYTHONPATH")]))
+    # No update check: a test never reaches the network (2.5.12 asks PyPI by default).
     env.update(CPERSONA_DB_PATH=db, CPERSONA_EMBEDDING_MODE="http", CPERSONA_EMBEDDING_URL=embed_url,
-               CPERSONA_EXPORT_DIR=os.path.dirname(os.path.abspath(db)))
+               CPERSONA_EXPORT_DIR=os.path.dirname(os.path.abspath(db)), CPERSONA_UPDATE_CHECK="false")
     env.update(env_extra or {})
     return StdioServerParameters(command=sys.executable, args=["-m", "cpersona"], env=env)
 
@@ -75,6 +83,16 @@ async def call(session, tool, args):
         return {"raw": text}
 
 
+def store_args(line, agent, content, extra):
+    """`store`'s arguments: top level in 2.6; in 2.5 the row is a `message` object
+    ({id, content, source, timestamp, metadata}) beside agent_id, project_id and channel."""
+    if line == "2.6":
+        return {"agent_id": agent, "content": content, **extra}
+    top = {k: v for k, v in extra.items() if k in ("project_id", "channel")}
+    message = {k: v for k, v in extra.items() if k not in top}
+    return {"agent_id": agent, "message": {"content": content, **message}, **top}
+
+
 async def fill(args):
     done = {"memories": [], "locked": [], "episodes": [], "recalls": [], "associations": None}
     # Recall counters are written only with confidence on (CPersona #361 item 7).
@@ -83,14 +101,14 @@ async def fill(args):
         async with ClientSession(r, w) as s:
             await s.initialize()
             for content, extra, lock in MEMORIES:
-                body = await call(s, "store", {"agent_id": AGENT, "content": content, **extra})
+                body = await call(s, "store", store_args(args.line, AGENT, content, extra))
                 if body.get("result") != "stored":
                     raise SystemExit(f"store failed: {body}")
                 done["memories"].append(body["id"])
                 if lock:
                     locked = await call(s, "lock_memory", {"agent_id": AGENT, "memory_id": body["id"]})
                     done["locked"].append((body["id"], locked))
-            other = await call(s, "store", {"agent_id": OTHER, "content": "Another agent's note about Kyoto."})
+            other = await call(s, "store", store_args(args.line, OTHER, "Another agent's note about Kyoto.", {}))
             done["memories"].append(other.get("id"))
             for ep in EPISODES:
                 body = await call(s, "archive_episode", {"agent_id": AGENT, **ep})
@@ -98,12 +116,13 @@ async def fill(args):
             done["profile"] = await call(s, "update_profile", {
                 "agent_id": AGENT, "profile": "Works on databases; travels to Kyoto in spring."})
             first = done["memories"][0]
-            done["associations"] = await call(s, "declare_associations", {
-                "agent_id": AGENT, "anchor_ref": f"mem:{first}",
-                "associations": {
-                    "entities": [{"name": "Aiko", "aliases": ["Aiko-san"]}, {"name": "Kyoto"}],
-                    "relations": [{"subject": "Aiko", "predicate": "travels to", "object": "Kyoto"},
-                                  {"subject": "Aiko", "predicate": "booked", "object": f"mem:{first}"}]}})
+            if args.line == "2.6":
+                done["associations"] = await call(s, "declare_associations", {
+                    "agent_id": AGENT, "anchor_ref": f"mem:{first}",
+                    "associations": {
+                        "entities": [{"name": "Aiko", "aliases": ["Aiko-san"]}, {"name": "Kyoto"}],
+                        "relations": [{"subject": "Aiko", "predicate": "travels to", "object": "Kyoto"},
+                                      {"subject": "Aiko", "predicate": "booked", "object": f"mem:{first}"}]}})
             for q in ("flight to Kyoto", "green tea", "database migration", "flight to Kyoto"):
                 body = await call(s, "recall", {"agent_id": AGENT, "query": q, "limit": 5})
                 done["recalls"].append([m.get("ref") for m in body.get("messages", [])])
@@ -119,10 +138,14 @@ async def top10(server, queries):
                 body = await call(s, "recall", {"agent_id": AGENT, "query": q, "limit": 10})
                 if "messages" not in body:
                     raise SystemExit(f"recall answered {json.dumps(body)[:400]}")
-                # CPersona lists messages in ascending relevance (the best last); both servers
-                # report the fused score, so both are put best first by it.
-                msgs = sorted(body["messages"],
-                              key=lambda m: -float((m.get("match_reason") or {}).get("rrf") or 0))
+                # Both list messages in ascending relevance (the best last). Where every row
+                # reports its fused score, rows are put best first by it (ties keep their
+                # order); CPersona 2.5 does not always report it, so its list is reversed.
+                msgs = body["messages"]
+                if all((m.get("match_reason") or {}).get("rrf") is not None for m in msgs):
+                    msgs = sorted(msgs, key=lambda m: -float(m["match_reason"]["rrf"]))
+                else:
+                    msgs = list(reversed(msgs))
                 out.append([m.get("ref") or f"mem:{m.get('id')}" for m in msgs])
     return out
 
@@ -150,7 +173,11 @@ def main():
     p.add_argument("--ours")
     p.add_argument("--binary")
     p.add_argument("--queries", default="[]")
+    p.add_argument("--cpersona-path", help="a folder holding another cpersona release")
+    p.add_argument("--line", choices=["2.6", "2.5"], default="2.6")
     args = p.parse_args()
+    global CPERSONA_PATH
+    CPERSONA_PATH = args.cpersona_path
     asyncio.run(fill(args) if args.action == "fill" else recall(args))
 
 
