@@ -165,9 +165,25 @@ async def recall(args):
     print(json.dumps({"cpersona": theirs, "ours": ours}))
 
 
+async def tools(args):
+    """CPersona's tools/list: each tool's name and its arguments' JSON types."""
+    server = params(args.db, args.embed_url)
+    async with stdio_client(server, errlog=open(os.devnull, "w")) as (r, w):
+        async with ClientSession(r, w) as s:
+            await s.initialize()
+            listed = await s.list_tools()
+    out = []
+    for tool in listed.tools:
+        props = (tool.inputSchema or {}).get("properties") or {}
+        out.append({"name": tool.name,
+                    "arguments": {k: v.get("type") for k, v in props.items()},
+                    "required": (tool.inputSchema or {}).get("required") or []})
+    print(json.dumps(out))
+
+
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("action", choices=["fill", "recall"])
+    p.add_argument("action", choices=["fill", "recall", "tools"])
     p.add_argument("--db", required=True)
     p.add_argument("--embed-url", required=True)
     p.add_argument("--ours")
@@ -178,7 +194,7 @@ def main():
     args = p.parse_args()
     global CPERSONA_PATH
     CPERSONA_PATH = args.cpersona_path
-    asyncio.run(fill(args) if args.action == "fill" else recall(args))
+    asyncio.run({"fill": fill, "recall": recall, "tools": tools}[args.action](args))
 
 
 if __name__ == "__main__":

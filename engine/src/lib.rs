@@ -316,8 +316,15 @@ impl Engine {
         &self,
         agent_id: &str,
         beta: Option<f64>,
+        session_key: &str,
     ) -> Result<PrecisionOutcome> {
-        recall::calibration::set_recall_precision(&self.store, &self.config, agent_id, beta)
+        recall::calibration::set_recall_precision(
+            &self.store,
+            &self.config,
+            agent_id,
+            beta,
+            session_key,
+        )
     }
 
     /// The vector arm alone, for the per-stage bench and tests.

@@ -37,7 +37,7 @@ pub(crate) fn check_health(
     progress: &Progress<'_>,
 ) -> Result<HealthReport> {
     let selected = select(&req.checks)?;
-    let paused = req.fix && store.pause_expiry("").is_some();
+    let paused = req.fix && store.pause_expiry(&req.session_key).is_some();
     let mut repairs: HashMap<&'static str, Repair> = HashMap::new();
     let mut fixed = 0u64;
     let phases = if req.fix && !paused { 3 } else { 1 };

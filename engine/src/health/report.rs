@@ -29,6 +29,8 @@ pub struct HealthRequest {
     pub index_stale_warn_share: f64,
     /// Settings that are set but without effect (the server's list), for `settings`.
     pub unused_settings: Vec<UnusedSetting>,
+    /// Pause bucket: while it is paused `fix` is downgraded to a report (CPersona's rule).
+    pub session_key: String,
 }
 
 impl Default for HealthRequest {
@@ -40,6 +42,7 @@ impl Default for HealthRequest {
             checks: Vec::new(),
             index_stale_warn_share: DEFAULT_INDEX_STALE_WARN_SHARE,
             unused_settings: Vec::new(),
+            session_key: String::new(),
         }
     }
 }

@@ -38,6 +38,8 @@ pub struct CalibrateRequest<'a> {
     pub method: ThresholdMethod,
     /// Rows sampled for the null distribution (1..=[`MAX_SAMPLE_SIZE`]); `None`, 200.
     pub sample_size: Option<usize>,
+    /// Pause bucket: while it is paused the calibration is computed and answered, not stored.
+    pub session_key: &'a str,
 }
 
 impl CalibrateRequest<'_> {
@@ -121,6 +123,13 @@ pub(crate) fn calibrate_threshold(
         ..defaults
     };
     let calibration = calibrate(&refs, &sessions, &params)?;
+    if let Some(no_persist) = store.no_persist("calibrate_threshold", req.session_key) {
+        return Ok(CalibrationOutcome {
+            agent_id: agent_id.to_owned(),
+            calibration,
+            no_persist: Some(no_persist),
+        });
+    }
     let payload = serde_json::to_string(&calibration).map_err(|err| Error::InvalidInput {
         field: "calibration",
         reason: err.to_string(),
@@ -146,6 +155,7 @@ pub(crate) fn calibrate_threshold(
     Ok(CalibrationOutcome {
         agent_id: agent_id.to_owned(),
         calibration,
+        no_persist: None,
     })
 }
 
@@ -178,6 +188,8 @@ pub struct PrecisionOutcome {
     pub cleared: bool,
     /// The recalibration that applied it, or why it failed (the old β was then restored).
     pub calibration: std::result::Result<CalibrationOutcome, String>,
+    /// Set when persistence was paused for the session: nothing was written.
+    pub no_persist: Option<crate::store::pauses::NoPersist>,
 }
 
 /// The agent's own β, if one is set.
@@ -221,6 +233,7 @@ pub(crate) fn set_recall_precision(
     config: &EngineConfig,
     agent_id: &str,
     beta: Option<f64>,
+    session_key: &str,
 ) -> Result<PrecisionOutcome> {
     crate::text::check_agent(agent_id)?;
     if let Some(b) = beta
@@ -229,6 +242,16 @@ pub(crate) fn set_recall_precision(
         return Err(Error::InvalidInput {
             field: "beta",
             reason: format!("must be > 0 and <= {MAX_BETA}, got {b}"),
+        });
+    }
+    // Paused: nothing is written and nothing recalibrated; the β in force stays.
+    if let Some(no_persist) = store.no_persist("set_recall_precision", session_key) {
+        return Ok(PrecisionOutcome {
+            agent_id: agent_id.to_owned(),
+            beta: effective_recall_beta(store, config, agent_id)?,
+            cleared: false,
+            calibration: Err("not run: persistence is paused for this session".to_owned()),
+            no_persist: Some(no_persist),
         });
     }
     let previous = recall_beta(store, agent_id)?;
@@ -249,5 +272,6 @@ pub(crate) fn set_recall_precision(
         beta: effective_recall_beta(store, config, agent_id)?,
         cleared: beta.is_none() && calibration.is_ok(),
         calibration,
+        no_persist: None,
     })
 }

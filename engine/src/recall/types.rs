@@ -124,6 +124,9 @@ pub struct CalibrationOutcome {
     pub agent_id: String,
     /// The calibration.
     pub calibration: crate::recall::stages::calibrate::Calibration,
+    /// Set when persistence was paused for the session: computed, not stored.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub no_persist: Option<crate::store::pauses::NoPersist>,
 }
 
 /// The embedder's identity (never a vector).

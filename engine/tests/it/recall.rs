@@ -517,6 +517,7 @@ fn calibration_methods_sample_size_and_the_global_scope() {
             agent_id,
             method,
             sample_size,
+            session_key: "",
         })
     };
     let p50 = run("a", ThresholdMethod::Percentile(0.5), None)

@@ -188,25 +188,28 @@ fn recall_precision_is_per_agent_and_rolls_back_when_calibration_fails() {
         );
     }
     assert_eq!(f.engine.recall_beta("a").unwrap(), None);
-    let strict = f.engine.set_recall_precision("a", Some(2.0)).unwrap();
+    let strict = f.engine.set_recall_precision("a", Some(2.0), "").unwrap();
     let strict_threshold = strict.calibration.as_ref().unwrap().calibration.threshold;
     assert_eq!(f.engine.recall_beta("a").unwrap(), Some(2.0));
     assert_eq!(strict.beta, 2.0);
-    let lenient = f.engine.set_recall_precision("a", Some(0.5)).unwrap();
+    let lenient = f.engine.set_recall_precision("a", Some(0.5), "").unwrap();
     let lenient_threshold = lenient.calibration.as_ref().unwrap().calibration.threshold;
     assert!(
         strict_threshold >= lenient_threshold,
         "strict {strict_threshold} < lenient {lenient_threshold}"
     );
     assert_eq!(f.engine.recall_beta("b").unwrap(), None, "per agent");
-    let cleared = f.engine.set_recall_precision("a", None).unwrap();
+    let cleared = f.engine.set_recall_precision("a", None, "").unwrap();
     assert!(cleared.cleared);
     assert_eq!(f.engine.recall_beta("a").unwrap(), None);
     // An agent without enough rows cannot be calibrated: its β stays as it was.
-    let failed = f.engine.set_recall_precision("empty", Some(2.0)).unwrap();
+    let failed = f
+        .engine
+        .set_recall_precision("empty", Some(2.0), "")
+        .unwrap();
     assert!(failed.calibration.is_err());
     assert_eq!(f.engine.recall_beta("empty").unwrap(), None);
-    assert!(f.engine.set_recall_precision("a", Some(-1.0)).is_err());
+    assert!(f.engine.set_recall_precision("a", Some(-1.0), "").is_err());
 }
 
 fn set_profile(f: &Fixture, agent: &str, text: &str) {

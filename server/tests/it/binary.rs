@@ -624,6 +624,89 @@ fn recall_adds_the_profile_row_where_the_answer_leaves_a_place() {
     );
 }
 
+/// The five tools that lacked CPersona's `session_key` take it, and a paused session writes
+/// nothing through them: a calibration is computed but not stored, a precision is left as it
+/// was, an import and a merge become dry runs, `fix` becomes a read. Another session writes.
+#[test]
+fn a_paused_session_key_holds_back_calibration_precision_import_merge_and_fix() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut calls: Vec<(&str, Value)> = (0..20)
+        .map(|i| {
+            (
+                "store",
+                json!({"agent_id": "a", "content": format!("session {} apple river note {i}", i / 5),
+                       "source": {"type": "User", "id": format!("s{}", i / 5)}}),
+            )
+        })
+        .collect();
+    let exports = dir.path().join("store/exports");
+    std::fs::create_dir_all(&exports).unwrap();
+    std::fs::write(
+        exports.join("in.jsonl"),
+        "{\"content\": \"imported while paused\", \"agent_id\": \"a\"}\n",
+    )
+    .unwrap();
+    let paused = json!("held");
+    calls.extend([
+        ("pause_persistence", json!({"session_key": paused})),
+        (
+            "calibrate_threshold",
+            json!({"agent_id": "a", "session_key": paused}),
+        ),
+        (
+            "set_recall_precision",
+            json!({"agent_id": "a", "precision": "strict", "session_key": paused}),
+        ),
+        (
+            "import_memories",
+            json!({"input_path": "in.jsonl", "session_key": paused}),
+        ),
+        (
+            "merge_memories",
+            json!({"source_agent_id": "a", "target_agent_id": "b", "session_key": paused}),
+        ),
+        ("check_health", json!({"fix": true, "session_key": paused})),
+        ("get_recall_precision", json!({"agent_id": "a"})),
+        ("list_memories", json!({"agent_id": "b"})),
+        (
+            "set_recall_precision",
+            json!({"agent_id": "a", "precision": "strict", "session_key": "other"}),
+        ),
+    ]);
+    let out = call_tools(dir.path(), &calls);
+    let [
+        calibrated,
+        precision,
+        imported,
+        merged,
+        health,
+        after,
+        listed_b,
+        elsewhere,
+    ] = std::array::from_fn(|i| out[21 + i].clone());
+    assert_eq!(calibrated["persisted"], false, "{calibrated}");
+    assert!(
+        calibrated["new_threshold"].is_number(),
+        "computed: {calibrated}"
+    );
+    assert_eq!(precision["persisted"], false, "{precision}");
+    assert_eq!(precision["ok"], true, "{precision}");
+    assert_eq!(
+        after["beta"], 1.0,
+        "the paused call left the precision: {after}"
+    );
+    assert_eq!(imported["persisted"], false, "{imported}");
+    assert_eq!(merged["persisted"], false, "{merged}");
+    assert_eq!(
+        listed_b["memories"],
+        json!([]),
+        "nothing merged: {listed_b}"
+    );
+    assert_eq!(health["repairs_skipped"], true, "{health}");
+    assert!(elsewhere.get("persisted").is_none(), "{elsewhere}");
+    assert_eq!(elsewhere["beta"], 2.0, "{elsewhere}");
+}
+
 /// `check_update` answers in CPersona's shape that this server does not update itself
 /// (`state: "disabled"`, the running version), and refuses `apply` with nothing run.
 #[test]

@@ -129,3 +129,90 @@ fn cpersona_argument_names_are_kept() {
     has("check_health", &["agent_id", "fix", "checks"]);
     has("pause_persistence", &["ttl_seconds", "session_key"]);
 }
+
+/// The JSON types a property schema admits (`$ref` and `anyOf`/`oneOf` followed); `None`
+/// when it names none.
+fn admitted_types(schema: &Value, defs: &Value) -> Option<std::collections::BTreeSet<String>> {
+    if let Some(name) = schema["$ref"].as_str().and_then(|r| r.rsplit('/').next()) {
+        return admitted_types(&defs[name], defs);
+    }
+    match &schema["type"] {
+        Value::String(t) => Some([t.clone()].into()),
+        Value::Array(ts) => Some(
+            ts.iter()
+                .filter_map(|t| t.as_str().map(str::to_owned))
+                .collect(),
+        ),
+        _ => {
+            let alternatives = schema["anyOf"].as_array().or(schema["oneOf"].as_array())?;
+            let union: std::collections::BTreeSet<String> = alternatives
+                .iter()
+                .filter_map(|alt| admitted_types(alt, defs))
+                .flatten()
+                .collect();
+            (!union.is_empty()).then_some(union)
+        }
+    }
+}
+
+/// Issue 20: every tool CPersona 2.6.14 lists (asked over MCP, `tools/list`) is served here
+/// with every argument it declares, each admitting the JSON types CPersona's does; ours
+/// requires nothing CPersona leaves optional except `agent_id`, which CPersona refuses at run
+/// time when missing and our schema refuses up front. Needs `CPERSONA_TEST_PYTHON`
+/// (`scripts/test`).
+#[test]
+fn every_cpersona_tool_and_argument_is_served_with_its_types() {
+    let python = std::env::var_os("CPERSONA_TEST_PYTHON")
+        .expect("CPERSONA_TEST_PYTHON is not set: run the tests through scripts/test");
+    let dir = tempfile::tempdir().unwrap();
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../scripts/cpersona_convert_test.py");
+    let out = std::process::Command::new(python)
+        .arg(script)
+        .args(["tools", "--db"])
+        .arg(dir.path().join("cp.db"))
+        .args(["--embed-url", "http://127.0.0.1:9/embed"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let theirs: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(theirs.len(), 34, "CPersona 2.6.14 lists 34 tools");
+    let ours = surface(McpServer::all_tools());
+    let mut problems = Vec::new();
+    for tool in &theirs {
+        let name = tool["name"].as_str().unwrap();
+        let Some(mine) = ours.iter().find(|t| t["name"] == name) else {
+            problems.push(format!("{name}: not served"));
+            continue;
+        };
+        let schema = &mine["inputSchema"];
+        for (arg, their_type) in tool["arguments"].as_object().unwrap() {
+            let Some(prop) = schema["properties"].get(arg) else {
+                problems.push(format!("{name}.{arg}: missing"));
+                continue;
+            };
+            let theirs = admitted_types(&json!({"type": their_type}), &Value::Null);
+            let mine = admitted_types(prop, &schema["$defs"]);
+            if let (Some(theirs), Some(mine)) = (theirs, mine) {
+                // An integer is a number; a number schema admits CPersona's integers.
+                let covered = theirs
+                    .iter()
+                    .all(|t| mine.contains(t) || (t == "integer" && mine.contains("number")));
+                if !covered {
+                    problems.push(format!("{name}.{arg}: CPersona {theirs:?}, ours {mine:?}"));
+                }
+            }
+        }
+        let their_required: Vec<&Value> = tool["required"].as_array().unwrap().iter().collect();
+        for required in schema["required"].as_array().into_iter().flatten() {
+            if required != "agent_id" && !their_required.contains(&required) {
+                problems.push(format!("{name}: requires {required}, CPersona does not"));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{problems:#?}");
+}

@@ -29,6 +29,7 @@ pub(crate) async fn health(
                 agent_id: String::new(),
                 fix: false,
                 checks: Vec::new(),
+                session_key: String::new(),
             },
             &cpersona_engine::progress::Progress::none(),
         )

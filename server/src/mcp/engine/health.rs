@@ -54,6 +54,7 @@ fn request(
                 note: s.note.clone(),
             })
             .collect(),
+        session_key: String::new(),
     }
 }
 
@@ -63,6 +64,9 @@ pub(crate) fn check_health(
     args: wire::CheckHealthArgs,
     progress: &Progress<'_>,
 ) -> ToolResult {
-    let req = request(backend, args.agent_id, args.fix, args.checks);
+    let req = HealthRequest {
+        session_key: args.session_key,
+        ..request(backend, args.agent_id, args.fix, args.checks)
+    };
     body(backend.engine().check_health(&req, progress))
 }

@@ -205,7 +205,7 @@ impl ToolBackend for EngineBackend {
             input_path: args.input_path.into(),
             target_agent_id: args.target_agent_id,
             dry_run: args.dry_run,
-            session_key: String::new(),
+            session_key: args.session_key,
         };
         body(self.engine.import_memories_with(&req, progress))
     }
@@ -220,7 +220,7 @@ impl ToolBackend for EngineBackend {
                 wire::MergeMode::Move => MergeMode::Move,
             },
             dry_run: args.dry_run,
-            session_key: String::new(),
+            session_key: args.session_key,
         };
         body(self.engine.merge_memories(&req, progress))
     }
@@ -242,7 +242,7 @@ impl ToolBackend for EngineBackend {
         };
         let outcome = self
             .engine
-            .set_recall_precision(&args.agent_id, beta)
+            .set_recall_precision(&args.agent_id, beta, &args.session_key)
             .map_err(engine_error)?;
         let calibrate = match &outcome.calibration {
             Ok(c) => wire::Recalibration {
@@ -258,20 +258,28 @@ impl ToolBackend for EngineBackend {
                 error: Some(error.to_string()),
             },
         };
+        let paused = outcome.no_persist.is_some();
         encode(&wire::SetPrecisionAnswer {
-            ok: outcome.calibration.is_ok(),
+            // A paused session's call is answered as done-nothing, not as a failure.
+            ok: outcome.calibration.is_ok() || paused,
             agent_id: outcome.agent_id,
             precision: precision_label(outcome.beta),
             beta: outcome.beta,
             cleared: outcome.cleared,
             fused_gate: self.recall.fused_gate_enabled,
             calibrate,
-            error: outcome.calibration.as_ref().err().map(|error| {
-                format!(
-                    "the agent could not be recalibrated, so its previous precision was kept: \
-                     {error}"
-                )
-            }),
+            error: outcome
+                .calibration
+                .as_ref()
+                .err()
+                .filter(|_| !paused)
+                .map(|error| {
+                    format!(
+                        "the agent could not be recalibrated, so its previous precision was \
+                         kept: {error}"
+                    )
+                }),
+            no_persist: outcome.no_persist,
         })
     }
 

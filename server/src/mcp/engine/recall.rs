@@ -209,6 +209,7 @@ pub(crate) fn calibrate_threshold(
         agent_id: &args.agent_id,
         method,
         sample_size: Some(args.sample_size.unwrap_or(defaults.sample_size) as usize),
+        session_key: &args.session_key,
     };
     let outcome = backend
         .engine()
@@ -232,5 +233,6 @@ pub(crate) fn calibrate_threshold(
         null_admit_rate: calibration.null_admit_rate,
         new_threshold: calibration.threshold,
         calibration: calibration.clone(),
+        no_persist: outcome.no_persist.clone(),
     })
 }

@@ -49,6 +49,10 @@ pub struct ImportArgs {
     /// Count what would be imported, write nothing.
     #[serde(default)]
     pub dry_run: bool,
+    /// Opaque per-session partition hint: a pause of this bucket forces a dry run.
+    #[serde(default)]
+    #[schemars(length(max = 256))]
+    pub session_key: String,
 }
 
 /// Conflict strategy of `merge_memories` (only `skip`).
@@ -86,6 +90,10 @@ pub struct MergeArgs {
     /// Count what would change, write nothing.
     #[serde(default)]
     pub dry_run: bool,
+    /// Opaque per-session partition hint: a pause of this bucket forces a dry run.
+    #[serde(default)]
+    #[schemars(length(max = 256))]
+    pub session_key: String,
 }
 
 /// How `calibrate_threshold` picks the threshold.
@@ -121,6 +129,10 @@ pub struct CalibrateArgs {
     #[serde(default)]
     #[schemars(with = "f64", range(min = 0.0, max = 100.0), transform = no_default)]
     pub percentile: Option<f64>,
+    /// Opaque per-session partition hint: a pause of this bucket computes and answers the calibration without storing it.
+    #[serde(default)]
+    #[schemars(length(max = 256))]
+    pub session_key: String,
 }
 
 /// A recall precision preset; "" with `beta` ≤ 0 clears the override.
@@ -149,6 +161,10 @@ pub struct SetPrecisionArgs {
     #[serde(default)]
     #[schemars(range(min = 0.0, max = 100.0))]
     pub beta: f64,
+    /// Opaque per-session partition hint: a pause of this bucket leaves the precision in force, writing nothing.
+    #[serde(default)]
+    #[schemars(length(max = 256))]
+    pub session_key: String,
 }
 
 /// `check_health`.
@@ -166,6 +182,10 @@ pub struct CheckHealthArgs {
     #[serde(default)]
     #[schemars(length(max = 64))]
     pub checks: Vec<String>,
+    /// Opaque per-session partition hint: a pause of this bucket turns `fix` into a read.
+    #[serde(default)]
+    #[schemars(length(max = 256))]
+    pub session_key: String,
 }
 
 /// `check_update`.

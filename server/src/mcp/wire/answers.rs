@@ -126,6 +126,9 @@ pub struct CalibrateAnswer {
     pub new_threshold: f64,
     /// The whole calibration.
     pub calibration: Calibration,
+    /// Present when persistence is paused for the session: computed, not stored.
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub no_persist: Option<cpersona_engine::NoPersist>,
 }
 
 /// `set_recall_precision`'s body.
@@ -148,6 +151,9 @@ pub struct SetPrecisionAnswer {
     /// Why the previous precision was kept.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// Present when persistence is paused for the session: nothing was written.
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub no_persist: Option<cpersona_engine::NoPersist>,
 }
 
 /// The recalibration `set_recall_precision` runs.
