@@ -132,9 +132,9 @@ pub struct EngineConfig {
     /// skipped) until an operator runs `cpersona reembed`.
     pub reembed_on_model_change: bool,
     /// What `store` does with a timestamp ahead of the clock.
-    pub future_timestamps: crate::memories::FutureTimestamps,
+    pub future_timestamps: FutureTimestamps,
     /// `deep_check`'s scan bounds.
-    pub deep: crate::deep::DeepConfig,
+    pub deep: DeepConfig,
 }
 
 impl EngineConfig {
@@ -161,8 +161,8 @@ impl EngineConfig {
             associations_enabled: true,
             propagation_seat: false,
             reembed_on_model_change: true,
-            future_timestamps: crate::memories::FutureTimestamps::default(),
-            deep: crate::deep::DeepConfig::default(),
+            future_timestamps: FutureTimestamps::default(),
+            deep: DeepConfig::default(),
         }
     }
 
@@ -199,5 +199,53 @@ impl EngineConfig {
             });
         }
         Ok(())
+    }
+}
+
+/// What `store` does with a `timestamp` further ahead of the clock than the allowance
+/// (CPersona 2.6's `CPERSONA_FUTURE_TIMESTAMP_SKEW_SECONDS` and `_MODE`; the boundary itself
+/// is accepted).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FutureTimestamps {
+    /// Seconds ahead of the clock still accepted silently (default 300).
+    pub allowance_secs: i64,
+    pub mode: FutureTimestampMode,
+}
+
+/// `warn` stores the row and reports `timestamp_ahead_of_clock`; `reject` refuses the write;
+/// `off` stores it without a word.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FutureTimestampMode {
+    Warn,
+    Reject,
+    Off,
+}
+
+impl Default for FutureTimestamps {
+    fn default() -> FutureTimestamps {
+        FutureTimestamps {
+            allowance_secs: 300,
+            mode: FutureTimestampMode::Warn,
+        }
+    }
+}
+
+/// How much of an agent's store `deep_check`'s scanning checks read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DeepConfig {
+    /// Embedded rows `near_duplicate` compares, newest first (its work is quadratic in them;
+    /// CPersona's `CPERSONA_NEAR_DUPLICATE_ROW_CAP`, default 5,000).
+    pub near_duplicate_row_cap: usize,
+    /// Rows per table `unnormalized_content` reads, newest first
+    /// (`CPERSONA_NORMALIZATION_SCAN_CAP`, default 10,000).
+    pub normalization_scan_cap: usize,
+}
+
+impl Default for DeepConfig {
+    fn default() -> DeepConfig {
+        DeepConfig {
+            near_duplicate_row_cap: 5_000,
+            normalization_scan_cap: 10_000,
+        }
     }
 }

@@ -60,6 +60,8 @@ pub mod reconstruct;
 mod reembed;
 pub mod trace;
 
+use crate::recall::calibration;
+
 pub use derived::{blocks, nodes};
 pub use reconstruct::tokens;
 pub use trace::{replay, taxonomy};
@@ -70,9 +72,15 @@ pub use associations::{
     Dropped, EntityInput, RelationInput, Retracted, TraverseBounds, TraverseEntity,
     TraverseOutcome, TraverseRelation, TraverseRequest,
 };
+pub use calibration::{
+    CalibrateRequest, MAX_SAMPLE_SIZE, PRESETS, PrecisionOutcome, precision_label,
+};
 pub use channel_axis::{ChannelAxisOutcome, ChannelAxisRequest};
-pub use config::{EmbeddingFormat, EngineConfig, ExportDir, ReconstructConfig};
-pub use deep::{DeepConfig, DeepOutcome, DeepRequest};
+pub use config::{
+    DeepConfig, EmbeddingFormat, EngineConfig, ExportDir, FutureTimestampMode, FutureTimestamps,
+    ReconstructConfig,
+};
+pub use deep::{DeepOutcome, DeepRequest};
 pub use derived::{DerivedReport, StoredBlock};
 pub use episodes::{
     ArchiveEpisodeOutcome, ArchiveEpisodeRequest, DeleteEpisodeOutcome, DeleteEpisodeRequest,
@@ -90,7 +98,6 @@ pub use memories::{
     DeleteMemoryOutcome, LockMemoryOutcome, MemoryIdRequest, StoreId, StoreOutcome, StoreRequest,
     StoreResult, TimestampAhead, UnlockMemoryOutcome, UpdateMemoryOutcome, UpdateMemoryRequest,
 };
-pub use memories::{FutureTimestampMode, FutureTimestamps};
 pub use names::{AgentSummary, WEEK_MS};
 pub use portability::cpersona::{self as cpersona, ConvertOutcome, ConvertRequest, SourceStamp};
 pub use portability::{
@@ -101,9 +108,6 @@ pub use profiles::{GetProfileOutcome, UpdateProfileOutcome, UpdateProfileRequest
 pub use recall::arms::lexical::{CapActed, CapPolicy};
 pub use recall::arms::probe::LexicalArms;
 pub use recall::arms::vector::VectorTableReport;
-pub use recall::calibration::{
-    CalibrateRequest, MAX_SAMPLE_SIZE, PRESETS, PrecisionOutcome, precision_label,
-};
 pub use recall::stages::calibrate::{Calibration, ThresholdMethod};
 pub use recall::stages::cue::{CueConfidence, TimeCue};
 pub use recall::stages::pipeline::RecallResponse;
@@ -298,17 +302,17 @@ impl Engine {
     /// `calibrate_threshold`: fits and stores the gate's threshold for `req.agent_id` (the
     /// global one for `""`).
     pub fn calibrate_threshold(&self, req: &CalibrateRequest<'_>) -> Result<CalibrationOutcome> {
-        recall::calibration::calibrate_threshold(&self.store, &self.config, req)
+        calibration::calibrate_threshold(&self.store, &self.config, req)
     }
 
     /// The agent's own β, if one is set.
     pub fn recall_beta(&self, agent_id: &str) -> Result<Option<f64>> {
-        recall::calibration::recall_beta(&self.store, agent_id)
+        calibration::recall_beta(&self.store, agent_id)
     }
 
     /// The β calibration uses for `agent_id`: its own, else the configured global one.
     pub fn effective_recall_beta(&self, agent_id: &str) -> Result<f64> {
-        recall::calibration::effective_recall_beta(&self.store, &self.config, agent_id)
+        calibration::effective_recall_beta(&self.store, &self.config, agent_id)
     }
 
     /// `set_recall_precision`: sets or clears the agent's β and recalibrates with it.
@@ -318,13 +322,7 @@ impl Engine {
         beta: Option<f64>,
         session_key: &str,
     ) -> Result<PrecisionOutcome> {
-        recall::calibration::set_recall_precision(
-            &self.store,
-            &self.config,
-            agent_id,
-            beta,
-            session_key,
-        )
+        calibration::set_recall_precision(&self.store, &self.config, agent_id, beta, session_key)
     }
 
     /// The vector arm alone, for the per-stage bench and tests.

@@ -67,7 +67,7 @@ pub struct Config {
     pub queue_retry_delay_secs: u64,
     /// `deep_check`'s scan bounds (`CPERSONA_NEAR_DUPLICATE_ROW_CAP`, default 5,000, at
     /// least 2; `CPERSONA_NORMALIZATION_SCAN_CAP`, default 10,000, at least 1).
-    pub deep: cpersona_engine::deep::DeepConfig,
+    pub deep: cpersona_engine::DeepConfig,
     /// The set `CPERSONA_*` variables that are inert, refused or unknown (`coverage.rs`), in
     /// name order.
     pub unhonoured: Vec<UnhonouredSetting>,
@@ -283,7 +283,7 @@ impl Config {
             operating_context: operating_context_path(env),
             queue_max_attempts: env.int("CPERSONA_TASK_MAX_RETRIES", 3, 1, 100)? as u32,
             queue_retry_delay_secs: env.int("CPERSONA_TASK_RETRY_DELAY", 30, 0, 86_400)?,
-            deep: cpersona_engine::deep::DeepConfig {
+            deep: cpersona_engine::DeepConfig {
                 near_duplicate_row_cap: env.int(
                     "CPERSONA_NEAR_DUPLICATE_ROW_CAP",
                     5_000,

@@ -35,25 +35,7 @@ pub const DEEP_CHECKS: &[&str] = &[
 
 /// A profile older than this many days is stale.
 pub const STALE_PROFILE_DAYS: i64 = 30;
-/// How much of an agent's store `deep_check`'s scanning checks read.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct DeepConfig {
-    /// Embedded rows `near_duplicate` compares, newest first (its work is quadratic in them;
-    /// CPersona's `CPERSONA_NEAR_DUPLICATE_ROW_CAP`, default 5,000).
-    pub near_duplicate_row_cap: usize,
-    /// Rows per table `unnormalized_content` reads, newest first
-    /// (`CPERSONA_NORMALIZATION_SCAN_CAP`, default 10,000).
-    pub normalization_scan_cap: usize,
-}
-
-impl Default for DeepConfig {
-    fn default() -> DeepConfig {
-        DeepConfig {
-            near_duplicate_row_cap: 5_000,
-            normalization_scan_cap: 10_000,
-        }
-    }
-}
+use crate::config::DeepConfig;
 /// Vectors per table `embedding_norm` reads, newest first.
 pub const NORM_SAMPLE_ROWS: usize = 2_000;
 

@@ -20,33 +20,7 @@ use crate::time::{format_ms_python, now_ms, parse_iso8601_ms};
 
 use self::dedup::{Bucket, Duplicate, probe_duplicate, unique_index_twin};
 
-/// What `store` does with a `timestamp` further ahead of the clock than the allowance
-/// (CPersona 2.6's `CPERSONA_FUTURE_TIMESTAMP_SKEW_SECONDS` and `_MODE`; the boundary itself
-/// is accepted).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct FutureTimestamps {
-    /// Seconds ahead of the clock still accepted silently (default 300).
-    pub allowance_secs: i64,
-    pub mode: FutureTimestampMode,
-}
-
-/// `warn` stores the row and reports `timestamp_ahead_of_clock`; `reject` refuses the write;
-/// `off` stores it without a word.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum FutureTimestampMode {
-    Warn,
-    Reject,
-    Off,
-}
-
-impl Default for FutureTimestamps {
-    fn default() -> FutureTimestamps {
-        FutureTimestamps {
-            allowance_secs: 300,
-            mode: FutureTimestampMode::Warn,
-        }
-    }
-}
+use crate::config::FutureTimestampMode;
 
 /// `store`'s arguments (CPersona 2.6 top-level form; the server folds the legacy `message`
 /// object into it).

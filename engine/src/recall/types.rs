@@ -114,7 +114,7 @@ pub struct RecallResult {
     /// holds at least 50 rows (CPersona's `[Profile]` row; `recall/profile.rs`). Not in
     /// `response.messages`: the server places it first there, the least relevant place.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub profile: Option<crate::recall::ProfileRow>,
+    pub profile: Option<crate::recall::profile::ProfileRow>,
 }
 
 /// A stored calibration and where it came from.

@@ -366,11 +366,11 @@ async fn session_tools_and_defaults_reach_the_backend() {
             ("resume_persistence", json!({"session_key": ""})),
             (
                 "check_health",
-                json!({"agent_id": "", "fix": true, "checks": ["integrity"]})
+                json!({"agent_id": "", "fix": true, "checks": ["integrity"], "session_key": ""})
             ),
             (
                 "check_health",
-                json!({"agent_id": "", "fix": false, "checks": []})
+                json!({"agent_id": "", "fix": false, "checks": [], "session_key": ""})
             ),
         ]
     );
