@@ -135,6 +135,8 @@ pub struct EngineConfig {
     pub future_timestamps: FutureTimestamps,
     /// `deep_check`'s scan bounds.
     pub deep: DeepConfig,
+    /// The query-vector cache's bounds.
+    pub query_cache: crate::store::query_vectors::QueryCacheConfig,
 }
 
 impl EngineConfig {
@@ -163,6 +165,7 @@ impl EngineConfig {
             reembed_on_model_change: true,
             future_timestamps: FutureTimestamps::default(),
             deep: DeepConfig::default(),
+            query_cache: Default::default(),
         }
     }
 

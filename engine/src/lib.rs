@@ -127,6 +127,7 @@ pub use store::generations::{
 };
 pub use store::index::{FlushOutcome, MaintainOutcome, MergeReport};
 pub use store::pauses::{NoPersist, PauseOutcome, PersistenceStatus, ResumeOutcome};
+pub use store::query_vectors::QueryCacheConfig;
 pub use store::queue::{DrainOutcome, QueueStatus};
 pub use store::reembed::ReembedProgress;
 pub use store::stats::StoreStats;

@@ -172,12 +172,72 @@ async def load(params, jsonl, rows, label):
     return await session_run(params, go)
 
 
-async def measure(servers, qs):
+class RawSession:
+    """A bare JSON-RPC 2.0 client over a server's stdio (newline-delimited messages, as both
+    servers speak them): `initialize`, then `tools/call`, each answer read back and its text
+    parsed. No SDK: what it times is the servers' round trip, without the client-side work an
+    SDK adds (pydantic parsing, and for a tool with an output schema the validation of its
+    `structuredContent`, which CPersona 2.6.14 does not declare and so never pays)."""
+
+    def __init__(self, params):
+        self.params = params
+        self.next_id = 0
+
+    async def __aenter__(self):
+        self.proc = await asyncio.create_subprocess_exec(
+            self.params.command, *self.params.args, env=self.params.env,
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            limit=1 << 26)
+        await self.request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                                          "clientInfo": {"name": "side-by-side", "version": "1"}})
+        await self.send({"jsonrpc": "2.0", "method": "notifications/initialized", "params": {}})
+        return self
+
+    async def __aexit__(self, *exc):
+        self.proc.stdin.close()
+        try:
+            await asyncio.wait_for(self.proc.wait(), 10)
+        except asyncio.TimeoutError:
+            self.proc.kill()
+
+    async def send(self, message):
+        self.proc.stdin.write((json.dumps(message) + "\n").encode())
+        await self.proc.stdin.drain()
+
+    async def request(self, method, params):
+        self.next_id += 1
+        await self.send({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params})
+        while True:
+            line = await self.proc.stdout.readline()
+            if not line:
+                raise SystemExit(f"{self.params.command}: stdout closed")
+            message = json.loads(line)
+            if message.get("id") == self.next_id:
+                return message["result"]
+
+    async def call_tool(self, tool, args):
+        result = await self.request("tools/call", {"name": tool, "arguments": args})
+        return json.loads(result["content"][0]["text"])
+
+
+def client_label(client):
+    """What timed the recalls: `raw`, or the SDK and its version."""
+    if client == "raw":
+        return "raw JSON-RPC"
+    from importlib.metadata import version
+    return f"mcp {version('mcp')} (Python SDK)"
+
+
+async def measure(servers, qs, client="sdk"):
     """Ask every server each query in turn (the order rotating per query) over sessions held
-    open side by side. Returns per server (ms, top-10 id sets, messages) after the warm-up."""
+    open side by side, through the Python `mcp` SDK or (`client="raw"`) a bare JSON-RPC client.
+    Returns per server (ms, top-10 id sets, messages) after the warm-up."""
     async with contextlib.AsyncExitStack() as stack:
         sessions = []
         for params, _ in servers:
+            if client == "raw":
+                sessions.append(await stack.enter_async_context(RawSession(params)))
+                continue
             read, write = await stack.enter_async_context(
                 stdio_client(params, errlog=open(os.devnull, "w")))
             session = await stack.enter_async_context(ClientSession(read, write))
@@ -189,7 +249,11 @@ async def measure(servers, qs):
                 j = (i + k) % len(servers)
                 label = servers[j][1]
                 t = time.perf_counter()
-                body = await call(sessions[j], "recall", {"agent_id": AGENT, "query": q, "limit": 10})
+                args = {"agent_id": AGENT, "query": q, "limit": 10}
+                if client == "raw":
+                    body = await sessions[j].call_tool("recall", args)
+                else:
+                    body = await call(sessions[j], "recall", args)
                 took = (time.perf_counter() - t) * 1000
                 if "messages" not in body:
                     raise SystemExit(f"{label}: recall answered {json.dumps(body)[:400]}")
@@ -328,7 +392,7 @@ async def rung(args, n, texts, vectors, qs, embed_url, out):
                  "tables_mcp_vs_mcp": seed_tables(mcp_db[1], mcp_db[0])}
         servers += [(mcp[0], "CPersona (MCP-filled)"), (mcp[1], "CPersona (MCP-filled, 2)")]
     load_before = os.getloadavg()
-    runs = await measure(servers, qs)
+    runs = await measure(servers, qs, args.client)
     rs_index_after = index_status(args.binary, rs_env)
     rs_stages = await our_stages(rs, qs)
     (rs_ms, rs_top, _), (py_ms, py_top, _) = runs[0], runs[1]
@@ -336,6 +400,7 @@ async def rung(args, n, texts, vectors, qs, embed_url, out):
     result = {
         "rows": n, "queries": len(rs_ms), "fill": args.fill,
         "settings": {"both": args.set, "rs_only": args.rs_set},
+        "client": client_label(args.client),
         "rs": {"import_s": rs_load, "index_rebuild_s": rs_index,
                "index_before_queries": rs_index_before, "index_after_queries": rs_index_after,
                "recall_p50_ms": pct(rs_ms, 0.5), "recall_p95_ms": pct(rs_ms, 0.95),
@@ -373,6 +438,10 @@ async def main():
                    help="a CPERSONA_* setting for cpersona-rs only (repeatable)")
     p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                    help="a CPERSONA_* setting for both servers (repeatable)")
+    p.add_argument("--client", choices=("sdk", "raw"), default="sdk",
+                   help="time recalls through the Python mcp SDK this driver runs under (its "
+                        "version decides what validating each structured answer costs), or a "
+                        "bare JSON-RPC client that times the servers alone")
     p.add_argument("--no-rebuild", action="store_true",
                    help="no `cpersona index rebuild` after our import: serve keeps the index "
                         "fresh itself (the default path a user runs)")
@@ -413,11 +482,12 @@ async def main():
         serve.terminate()
         serve.wait(timeout=10)
     report = {"command": " ".join(sys.argv), "embedder": model, "warmup": WARMUP,
-              "transport": "stdio, official mcp client, one call at a time, servers alternating",
+              "transport": f"stdio, {client_label(args.client)}, one call at a time, servers alternating",
               "rungs": results}
     with open(os.path.join(out, "side_by_side.json"), "w") as f:
         json.dump(report, f, indent=2)
-    print(f"\nembedder {model}; recall round trip over MCP stdio, limit 10, gate/autocut off")
+    print(f"\nembedder {model}; recall round trip over MCP stdio ({client_label(args.client)}), "
+          "limit 10, gate/autocut off")
     print(f"{'rows':>8} {'rs p50':>8} {'rs p95':>8} {'py p50':>8} {'py p95':>8} "
           f"{'p50 ×':>7} {'p95 ×':>7} {'top10 ∩':>8}")
     for r in results:

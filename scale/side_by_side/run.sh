@@ -25,5 +25,9 @@ bin=${CPERSONA_BIN:-$root/target/debug/cpersona}
 if [ -z "${CPERSONA_BIN:-}" ]; then
   cargo build --quiet --workspace --bin cpersona
 fi
-exec "$venv/bin/python" "$root/scale/side_by_side/driver.py" --binary "$bin" \
+# The client: the driver runs under CPersona's venv (mcp 1.x, which CPersona 2.6.14 pins) unless
+# SBS_CLIENT_PYTHON names another interpreter, e.g. a venv with mcp 2.x, whose SDK compiles each
+# tool's output schema once instead of on every call; `--client raw` times the servers alone.
+client=${SBS_CLIENT_PYTHON:-$venv/bin/python}
+exec "$client" "$root/scale/side_by_side/driver.py" --binary "$bin" \
   --python "$venv/bin/python" --rungs "$rungs" --queries "$queries" --out "$out" "${@:3}"

@@ -60,6 +60,9 @@ pub struct Config {
     /// The operating context sidecar (`CPERSONA_OPERATING_CONTEXT_PATH`, default
     /// `~/.cpersona/operating-context.toml`); `None` when `CPERSONA_OPERATING_CONTEXT=off`.
     pub operating_context: Option<PathBuf>,
+    /// Recall's query-vector cache (`CPERSONA_EMBEDDING_CACHE_SIZE`, default 256, 0 off;
+    /// `CPERSONA_EMBEDDING_CACHE_TTL`, seconds, default 300).
+    pub query_cache: cpersona_engine::QueryCacheConfig,
     /// The embedding queue's retries: attempts before a row is left alone
     /// (`CPERSONA_TASK_MAX_RETRIES`, default 3) and the wait after a failure
     /// (`CPERSONA_TASK_RETRY_DELAY`, seconds, default 30).
@@ -281,6 +284,15 @@ impl Config {
                 flush_every_ms: env.int("CPERSONA_INDEX_FLUSH_MS", 500, 50, 60_000)?,
             },
             operating_context: operating_context_path(env),
+            query_cache: cpersona_engine::QueryCacheConfig {
+                entries: env.int("CPERSONA_EMBEDDING_CACHE_SIZE", 256, 0, 100_000)? as usize,
+                ttl: std::time::Duration::from_secs(env.int(
+                    "CPERSONA_EMBEDDING_CACHE_TTL",
+                    300,
+                    0,
+                    604_800,
+                )?),
+            },
             queue_max_attempts: env.int("CPERSONA_TASK_MAX_RETRIES", 3, 1, 100)? as u32,
             queue_retry_delay_secs: env.int("CPERSONA_TASK_RETRY_DELAY", 30, 0, 86_400)?,
             deep: cpersona_engine::DeepConfig {

@@ -217,11 +217,16 @@ fn embed_query(
     }
     let started = Instant::now();
     let embedded = if target.embedder_matches {
+        let embed = || {
+            store
+                .embedder
+                .embed(&[q.query.as_str()])
+                .map_err(|err| err.to_string())
+                .and_then(|mut v| v.pop().ok_or_else(|| "embedder returned nothing".into()))
+        };
         store
-            .embedder
-            .embed(&[q.query.as_str()])
-            .map_err(|err| err.to_string())
-            .and_then(|mut v| v.pop().ok_or_else(|| "embedder returned nothing".into()))
+            .query_vectors
+            .get_or_embed(&q.query, &target.model_id, target.dim, embed)
             .and_then(|v| {
                 if v.len() == target.dim {
                     Ok(v)

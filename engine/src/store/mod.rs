@@ -23,6 +23,7 @@ pub mod db;
 pub(crate) mod generations;
 pub(crate) mod index;
 pub(crate) mod pauses;
+pub(crate) mod query_vectors;
 pub(crate) mod queue;
 pub(crate) mod reembed;
 pub(crate) mod stats;
@@ -54,6 +55,8 @@ pub struct Store {
     pub(crate) fts_rested_at: Mutex<Option<(u64, u64)>>,
     /// Recall credit not yet written (`credits.rs`).
     pub(crate) credits: Mutex<Arc<credits::PendingCredits>>,
+    /// Recent query vectors (`query_vectors.rs`).
+    pub(crate) query_vectors: query_vectors::QueryVectors,
 }
 
 /// The part of [`EngineConfig`] the store itself reads.
@@ -122,6 +125,7 @@ impl Store {
             reembed: Mutex::new(Default::default()),
             fts_rested_at: Mutex::new(None),
             credits: Mutex::new(Arc::default()),
+            query_vectors: query_vectors::QueryVectors::new(config.query_cache),
         })
     }
 

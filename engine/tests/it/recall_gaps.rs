@@ -263,3 +263,53 @@ fn the_profile_row_fills_a_free_place_once_the_pool_holds_fifty_rows() {
     }
     assert!(f.engine.recall(&other).unwrap().profile.is_none());
 }
+
+/// An embedder that counts the single-text calls made for `query`.
+struct CountingQueries {
+    inner: std::sync::Arc<TestEmbedder>,
+    query: &'static str,
+    calls: std::sync::atomic::AtomicUsize,
+}
+
+impl cpersona_engine::embed::Embedder for CountingQueries {
+    fn identity(&self) -> &cpersona_engine::embed::EmbedderIdentity {
+        self.inner.identity()
+    }
+
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, cpersona_engine::embed::EmbedError> {
+        if texts == [self.query] {
+            self.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+        self.inner.embed(texts)
+    }
+}
+
+/// CPersona's query-vector cache: a query asked again is not embedded again (while the
+/// cache holds it), answers the same, and with the cache off is embedded every time.
+#[test]
+fn a_repeated_query_is_embedded_once_unless_the_cache_is_off() {
+    for (entries, expected_calls) in [(256, 1), (0, 3)] {
+        let dir = tempfile::tempdir().unwrap();
+        let embedder = std::sync::Arc::new(CountingQueries {
+            inner: TestEmbedder::new("test-hash-32", crate::common::DIM),
+            query: "apple note",
+            calls: Default::default(),
+        });
+        let mut config = EngineConfig::new(dir.path().join("store.db"));
+        config.query_cache.entries = entries;
+        let f = Fixture {
+            engine: Engine::open(config, embedder.clone()).unwrap(),
+            embedder: TestEmbedder::new("test-hash-32", crate::common::DIM),
+            dir,
+        };
+        corpus(&f);
+        let first = contents(&f, &ask(5));
+        assert_eq!(contents(&f, &ask(5)), first);
+        assert_eq!(contents(&f, &ask(5)), first);
+        assert_eq!(
+            embedder.calls.load(std::sync::atomic::Ordering::SeqCst),
+            expected_calls,
+            "cache of {entries}"
+        );
+    }
+}

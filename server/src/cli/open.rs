@@ -26,6 +26,7 @@ pub(crate) fn engine_config(config: &Config) -> EngineConfig {
     engine.queue_max_attempts = config.queue_max_attempts;
     engine.queue_retry_delay_secs = config.queue_retry_delay_secs;
     engine.deep = config.deep;
+    engine.query_cache = config.query_cache;
     engine.max_import_bytes = config.max_import_bytes;
     // Unset: the engine's default, `<database folder>/exports`.
     if let Some(dir) = &config.export_dir {
@@ -157,6 +158,8 @@ mod tests {
             ("CPERSONA_NORMALIZATION_SCAN_CAP", "400"),
             ("CPERSONA_FUTURE_TIMESTAMP_SKEW_SECONDS", "90"),
             ("CPERSONA_FUTURE_TIMESTAMP_MODE", "off"),
+            ("CPERSONA_EMBEDDING_CACHE_SIZE", "0"),
+            ("CPERSONA_EMBEDDING_CACHE_TTL", "9"),
         ]);
         let engine = engine_config(&Config::from_env(&env, None).unwrap());
         assert_eq!(engine.recall.shape.excerpt_chars, 120);
@@ -166,6 +169,8 @@ mod tests {
         assert_eq!(engine.deep.near_duplicate_row_cap, 300);
         assert_eq!(engine.deep.normalization_scan_cap, 400);
         assert_eq!(engine.future_timestamps.allowance_secs, 90);
+        assert_eq!(engine.query_cache.entries, 0);
+        assert_eq!(engine.query_cache.ttl, std::time::Duration::from_secs(9));
         assert_eq!(
             engine.future_timestamps.mode,
             cpersona_engine::FutureTimestampMode::Off

@@ -8,10 +8,10 @@
 use std::sync::Arc;
 
 use cpersona_engine as engine;
-use rmcp::handler::server::common::schema_for_output;
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::model::JsonObject;
 use schemars::JsonSchema;
+use schemars::generate::SchemaSettings;
 use serde_json::{Value, json};
 
 use crate::mcp::wire;
@@ -92,8 +92,107 @@ pub fn schema(tool: &str) -> Option<Arc<JsonObject>> {
     ))
 }
 
+/// The output schema of `T` in JSON Schema draft-07 (serialize contract, root title and
+/// description dropped as rmcp drops them). Draft-07, not 2020-12: a client that validates
+/// every `structuredContent` checks the schema against its dialect's metaschema each time
+/// (the Python `mcp` SDK calls `jsonschema.validate`), and the 2020-12 metaschema's dynamic
+/// references made that check cost 86 ms per recall there against 1.2 ms for draft-07; the
+/// schemas use nothing draft-07 lacks (`scale/RESULTS.md`, issue 16).
 fn of<T: JsonSchema + 'static>() -> JsonObject {
-    (*schema_for_output::<T>()).clone()
+    let generator = SchemaSettings::draft07().for_serialize().into_generator();
+    let mut schema = match generator.into_root_schema_for::<T>().to_value() {
+        Value::Object(object) => object,
+        other => {
+            let mut object = JsonObject::new();
+            object.insert("allOf".to_owned(), json!([other]));
+            object
+        }
+    };
+    schema.remove("title");
+    schema.remove("description");
+    let mut value = Value::Object(schema);
+    cheapen(&mut value);
+    match value {
+        Value::Object(schema) => schema,
+        _ => unreachable!("cheapen keeps an object an object"),
+    }
+}
+
+/// Rewrites `schema` into an equivalent one that costs a validating client less per answer
+/// (the Python `mcp` SDK runs every `structuredContent` through `jsonschema`, whose cost is
+/// the number of subschemas it descends): a `oneOf`/`anyOf` whose branches each name one
+/// value (`const`, a one-word `enum`: schemars writes a documented enum that way, and `oneOf`
+/// must try every branch) becomes one `enum`, the branches' descriptions joined; and an
+/// `allOf` holding a lone `$ref` (draft-07's way to keep a description beside a reference)
+/// becomes the `$ref` itself, its siblings then annotations draft-07 ignores. What validates
+/// is unchanged.
+fn cheapen(schema: &mut Value) {
+    match schema {
+        Value::Object(object) => {
+            for value in object.values_mut() {
+                cheapen(value);
+            }
+            for key in ["oneOf", "anyOf"] {
+                if let Some(words) = object.get(key).and_then(one_value_branches) {
+                    let described: Vec<String> = object[key]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .filter_map(|branch| {
+                            let word = branch.get("const").or_else(|| branch["enum"].get(0))?;
+                            let about = branch.get("description")?.as_str()?;
+                            Some(format!("{word}: {about}"))
+                        })
+                        .collect();
+                    object.remove(key);
+                    object.insert("enum".to_owned(), Value::Array(words));
+                    if !described.is_empty() && !object.contains_key("description") {
+                        object.insert("description".to_owned(), json!(described.join("; ")));
+                    }
+                }
+            }
+            let lone_ref = match object.get("allOf") {
+                Some(Value::Array(all)) if all.len() == 1 => all[0]
+                    .as_object()
+                    .filter(|only| only.len() == 1)
+                    .and_then(|only| only.get("$ref"))
+                    .cloned(),
+                _ => None,
+            };
+            if let Some(reference) = lone_ref {
+                object.remove("allOf");
+                object.insert("$ref".to_owned(), reference);
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(cheapen),
+        _ => {}
+    }
+}
+
+/// The values of `branches` when each branch names exactly one (`const`, or an `enum` of one)
+/// and says nothing else but its type and description; `None` otherwise.
+fn one_value_branches(branches: &Value) -> Option<Vec<Value>> {
+    let branches = branches.as_array()?;
+    if branches.is_empty() {
+        return None;
+    }
+    branches
+        .iter()
+        .map(|branch| {
+            let object = branch.as_object()?;
+            let extra = object
+                .keys()
+                .any(|k| !matches!(k.as_str(), "const" | "enum" | "type" | "description"));
+            if extra {
+                return None;
+            }
+            match (object.get("const"), object.get("enum")) {
+                (Some(word), None) => Some(word.clone()),
+                (None, Some(Value::Array(words))) if words.len() == 1 => Some(words[0].clone()),
+                _ => None,
+            }
+        })
+        .collect()
 }
 
 /// `schema` with the properties of `T` added as optional ones.
@@ -112,13 +211,13 @@ fn with_properties_of<T: JsonSchema + 'static>(mut schema: JsonObject) -> JsonOb
     schema
 }
 
-/// Moves `other`'s `$defs` into `schema`'s, so `other`'s references resolve at the root.
+/// Moves `other`'s `definitions` into `schema`'s, so `other`'s references resolve at the root.
 fn merge_defs(schema: &mut JsonObject, other: &mut JsonObject) {
-    let Some(Value::Object(other_defs)) = other.remove("$defs") else {
+    let Some(Value::Object(other_defs)) = other.remove("definitions") else {
         return;
     };
     let defs = schema
-        .entry("$defs")
+        .entry("definitions")
         .or_insert_with(|| Value::Object(JsonObject::new()));
     if let Value::Object(defs) = defs {
         for (name, def) in other_defs {

@@ -9,15 +9,15 @@ use serde_json::json;
 use crate::binary::{call_tools_capturing, cpersona_in};
 
 const UNHONOURED: [(&str, &str, &str); 3] = [
-    (
-        "CPERSONA_EMBEDDING_CACHE_SIZE",
-        "64",
-        "accepted, inert here",
-    ),
     ("CPERSONA_NOT_A_SETTING", "1", "unknown name"),
     (
         "CPERSONA_SCOPE_STATS_TTL_SECONDS",
         "60",
+        "accepted, inert here",
+    ),
+    (
+        "CPERSONA_VECTOR_SCAN_CHUNK_ROWS",
+        "64",
         "accepted, inert here",
     ),
 ];

@@ -59,8 +59,6 @@ const OAUTH_ONLY: &str = "CPersona reads it only with OAuth on (CPERSONA_OAUTH_R
                           this server refuses";
 const REMOTE_ONLY: &str = "used only with CPERSONA_VECTOR_SEARCH_MODE=remote, which this server \
                            refuses: vectors are searched locally";
-const QUERY_CACHE: &str = "a query-vector cache: this server embeds each query, so no answer \
-                           depends on it";
 const NO_AUTOCUT: &str = "there is no autocut here: rows are cut by count after the gate \
                           (CPERSONA_AUTOCUT_ENABLED=false is the one value accepted); unset it";
 const NO_FOLDERS: &str = "folders and the logical directory are not implemented; unset it \
@@ -148,8 +146,12 @@ pub const SETTINGS: &[Setting] = &[
         "a vector of another model is never compared here, as `reject`: each row records its \
          model and a model change re-embeds the store (CPERSONA_AUTO_REEMBED)",
     ),
-    inert("CPERSONA_EMBEDDING_CACHE_SIZE", QUERY_CACHE),
-    inert("CPERSONA_EMBEDDING_CACHE_TTL", QUERY_CACHE),
+    honoured_as(
+        "CPERSONA_EMBEDDING_CACHE_SIZE",
+        "recall's query-vector cache, for every embedding mode (CPersona: http and api only); \
+         0 to 100,000, 0 turns it off",
+    ),
+    honoured("CPERSONA_EMBEDDING_CACHE_TTL"),
     honoured("CPERSONA_EMBEDDING_TIMEOUT_SECS"),
     fixed(
         "CPERSONA_VECTOR_SEARCH_MODE",

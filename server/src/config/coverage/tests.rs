@@ -141,7 +141,7 @@ fn every_cpersona_setting_is_honoured_fixed_inert_or_refused_at_start_up() {
 #[test]
 fn set_unhonoured_names_are_listed_and_honoured_or_empty_ones_are_not() {
     let env = Env::from_pairs(&[
-        ("CPERSONA_EMBEDDING_CACHE_SIZE", "64"),
+        ("CPERSONA_VECTOR_SCAN_CHUNK_ROWS", "64"),
         ("CPERSONA_FTS_ENABLED", "yes"),
         ("CPERSONA_NOT_A_SETTING", "1"),
         ("CPERSONA_RRF_K", "30"),
@@ -157,15 +157,15 @@ fn set_unhonoured_names_are_listed_and_honoured_or_empty_ones_are_not() {
     assert_eq!(
         listed,
         [
-            ("CPERSONA_EMBEDDING_CACHE_SIZE", "inert"),
             ("CPERSONA_NOT_A_SETTING", "unknown"),
+            ("CPERSONA_VECTOR_SCAN_CHUNK_ROWS", "inert"),
         ]
     );
     assert!(config.refused_setting().is_none());
     let lines = warning_lines(&config.unhonoured);
     assert_eq!(lines.len(), 3, "{lines:?}");
     assert!(lines[0].contains("2 CPERSONA_* settings"), "{}", lines[0]);
-    assert!(lines[1].contains("CPERSONA_EMBEDDING_CACHE_SIZE (accepted, inert here)"));
+    assert!(lines[2].contains("CPERSONA_VECTOR_SCAN_CHUNK_ROWS (accepted, inert here)"));
 }
 
 #[test]

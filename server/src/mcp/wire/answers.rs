@@ -39,8 +39,13 @@ pub struct RecallBody<'a> {
     /// The engine's notices.
     #[serde(skip_serializing_if = "<[String]>::is_empty")]
     pub notices: &'a [String],
-    /// The replayable trace, when asked.
+    /// The replayable trace (`RecallTrace`, versioned by its `schema` field), when asked.
+    /// An object in the output schema, not its full type: that type is two thirds of the
+    /// recall schema, and a client that checks the schema on every call (the Python `mcp`
+    /// 1.x SDK) paid 13 ms per recall for a field that is rarely there. `cpersona replay`
+    /// reads it strictly.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<serde_json::Map<String, serde_json::Value>>")]
     pub trace: Option<RecallTrace>,
 }
 
