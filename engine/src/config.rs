@@ -136,7 +136,7 @@ pub struct EngineConfig {
     /// `deep_check`'s scan bounds.
     pub deep: DeepConfig,
     /// The query-vector cache's bounds.
-    pub query_cache: crate::store::query_vectors::QueryCacheConfig,
+    pub query_cache: QueryCacheConfig,
 }
 
 impl EngineConfig {
@@ -249,6 +249,24 @@ impl Default for DeepConfig {
         DeepConfig {
             near_duplicate_row_cap: 5_000,
             normalization_scan_cap: 10_000,
+        }
+    }
+}
+
+/// Recall's query-vector cache: its bounds (`store/query_vectors.rs`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct QueryCacheConfig {
+    /// Entries kept at most; 0 turns the cache off.
+    pub entries: usize,
+    /// How long an entry answers.
+    pub ttl: std::time::Duration,
+}
+
+impl Default for QueryCacheConfig {
+    fn default() -> QueryCacheConfig {
+        QueryCacheConfig {
+            entries: 256,
+            ttl: std::time::Duration::from_secs(300),
         }
     }
 }

@@ -78,7 +78,7 @@ pub use calibration::{
 pub use channel_axis::{ChannelAxisOutcome, ChannelAxisRequest};
 pub use config::{
     DeepConfig, EmbeddingFormat, EngineConfig, ExportDir, FutureTimestampMode, FutureTimestamps,
-    ReconstructConfig,
+    QueryCacheConfig, ReconstructConfig,
 };
 pub use deep::{DeepOutcome, DeepRequest};
 pub use derived::{DerivedReport, StoredBlock};
@@ -127,7 +127,6 @@ pub use store::generations::{
 };
 pub use store::index::{FlushOutcome, MaintainOutcome, MergeReport};
 pub use store::pauses::{NoPersist, PauseOutcome, PersistenceStatus, ResumeOutcome};
-pub use store::query_vectors::QueryCacheConfig;
 pub use store::queue::{DrainOutcome, QueueStatus};
 pub use store::reembed::ReembedProgress;
 pub use store::stats::StoreStats;

@@ -10,25 +10,9 @@
 
 use std::collections::HashMap;
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-/// The cache's bounds.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct QueryCacheConfig {
-    /// Entries kept at most; 0 turns the cache off.
-    pub entries: usize,
-    /// How long an entry answers.
-    pub ttl: Duration,
-}
-
-impl Default for QueryCacheConfig {
-    fn default() -> QueryCacheConfig {
-        QueryCacheConfig {
-            entries: 256,
-            ttl: Duration::from_secs(300),
-        }
-    }
-}
+use crate::config::QueryCacheConfig;
 
 /// The text, the model id and the dimension a vector answers for.
 type Key = (String, String, usize);
@@ -124,6 +108,8 @@ impl QueryVectors {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
 
     fn counting(cache: &QueryVectors, text: &str, calls: &mut usize) -> Vec<f32> {

@@ -342,7 +342,9 @@ fn taxonomy_capture_representation_candidate_and_degraded() {
     f.embedder
         .down
         .store(true, std::sync::atomic::Ordering::SeqCst);
-    let degraded = saved(&engine.recall(&query("apple river", 10)).unwrap());
+    // A query not asked before: the vector of one already asked would come from the
+    // query-vector cache, and the arm would run without the embedder.
+    let degraded = saved(&engine.recall(&query("river apple", 10)).unwrap());
     let lexical: Vec<Ref> = degraded.fusion.iter().map(|c| c.r#ref).collect();
     let semantic = (1..=80)
         .map(Ref::mem)
