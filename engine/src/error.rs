@@ -130,7 +130,9 @@ impl Error {
             | Error::CapBelowMinimum { .. }
             | Error::Cancelled { .. }
             | Error::Recall(_) => true,
-            Error::Calibration(_) => false,
+            // Too few pairs, or a threshold above 1: the caller's rows or arguments.
+            Error::Calibration(CalibrationError::LengthMismatch { .. }) => false,
+            Error::Calibration(_) => true,
             Error::Embed(_)
             | Error::Index(_)
             | Error::Sqlite(_)

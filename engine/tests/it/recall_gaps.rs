@@ -313,3 +313,20 @@ fn a_repeated_query_is_embedded_once_unless_the_cache_is_off() {
         );
     }
 }
+
+/// Calibrating an agent with too few rows is the caller's problem, said as such (an MCP
+/// client sees the message, not "internal error").
+#[test]
+fn too_few_rows_to_calibrate_is_a_user_error() {
+    let f = fixture();
+    store(&f, "one lonely note", "discord:1");
+    let err = f
+        .engine
+        .calibrate_threshold(&cpersona_engine::CalibrateRequest {
+            agent_id: "a",
+            ..Default::default()
+        })
+        .unwrap_err();
+    assert!(err.is_user_error(), "{err}");
+    assert!(err.to_string().contains("too few pairs"), "{err}");
+}
