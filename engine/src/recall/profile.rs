@@ -1,6 +1,6 @@
 //! CPersona's profile row in recall: the agent's profile (`update_profile`) joins the answer
 //! as `[Profile] <text>` when the answer has a free place (fewer rows than `limit`) and the
-//! scope holds at least [`PROFILE_MIN_POOL`] rows, below which an agent has too little history
+//! scope holds at least 50 rows (`gate::PROFILE_MIN_POOL`), below which an agent has too little history
 //! for a profile to help (CPersona appends it after fusion, its gate admits it on that pool
 //! size alone, and the count cut keeps it only where the rows ranked above it left room). It
 //! is not a stored memory: it carries no ref, never takes a ranked row's place, and is never
@@ -10,7 +10,7 @@ use rusqlite::{Connection, OptionalExtension};
 use serde::Serialize;
 
 use crate::error::Result;
-use crate::recall::stages::gate::{PROFILE_MIN_POOL, profile_passes};
+use crate::recall::stages::gate::profile_passes;
 
 /// The profile row a recall returns beside its ranked rows.
 #[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
@@ -35,7 +35,7 @@ pub struct ProfileReason {
 }
 
 /// The agent's profile row when `returned` rows leave a place under `limit` and the scope
-/// holds `pool` ≥ [`PROFILE_MIN_POOL`] rows; `None` otherwise or when it has no profile.
+/// holds `pool` ≥ 50 rows (`profile_passes`); `None` otherwise or when it has no profile.
 pub(crate) fn held_profile(
     conn: &Connection,
     agent_id: &str,
@@ -46,7 +46,6 @@ pub(crate) fn held_profile(
     if returned >= limit || !profile_passes(pool) {
         return Ok(None);
     }
-    debug_assert!(pool >= PROFILE_MIN_POOL);
     let content: Option<String> = conn
         .query_row(
             "SELECT content FROM profiles WHERE agent_id = ? AND user_id = ''",

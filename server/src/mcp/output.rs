@@ -100,13 +100,8 @@ pub fn schema(tool: &str) -> Option<Arc<JsonObject>> {
 /// schemas use nothing draft-07 lacks (`scale/RESULTS.md`, issue 16).
 fn of<T: JsonSchema + 'static>() -> JsonObject {
     let generator = SchemaSettings::draft07().for_serialize().into_generator();
-    let mut schema = match generator.into_root_schema_for::<T>().to_value() {
-        Value::Object(object) => object,
-        other => {
-            let mut object = JsonObject::new();
-            object.insert("allOf".to_owned(), json!([other]));
-            object
-        }
+    let Value::Object(mut schema) = generator.into_root_schema_for::<T>().to_value() else {
+        unreachable!("the root schema of a JsonSchema type is an object")
     };
     schema.remove("title");
     schema.remove("description");

@@ -529,20 +529,23 @@ fn a_lone_surrogate_gets_a_parse_error_and_the_server_keeps_serving() {
     assert_eq!(bodies[0]["count"], 0, "{}", bodies[0]);
 }
 
+/// The `store` call of note `i` of `agent`: five notes per session (`source.id` `s<i/5>`), so a
+/// few dozen of them give `calibrate_threshold` positive (same-session) and null pairs.
+pub(crate) fn session_note(agent: &str, i: usize) -> (&'static str, Value) {
+    (
+        "store",
+        json!({"agent_id": agent, "content": format!("session {} apple river note {i}", i / 5),
+               "source": {"type": "User", "id": format!("s{}", i / 5)}}),
+    )
+}
+
 /// `calibrate_threshold` honours CPersona's `method`, `percentile` (95 read as 0.95),
 /// `z_factor` and `sample_size`, and `agent_id: ""` calibrates the global threshold.
 #[test]
 fn calibrate_threshold_takes_cpersonas_arguments_and_the_global_scope() {
     let dir = tempfile::tempdir().unwrap();
     let mut calls: Vec<(&str, Value)> = (0..40)
-        .map(|i| {
-            (
-                "store",
-                json!({"agent_id": if i % 2 == 0 { "a" } else { "b" },
-                       "content": format!("session {} apple river note {i}", i / 5),
-                       "source": {"type": "User", "id": format!("s{}", i / 5)}}),
-            )
-        })
+        .map(|i| session_note(if i % 2 == 0 { "a" } else { "b" }, i))
         .collect();
     calls.extend([
         (
@@ -630,15 +633,7 @@ fn recall_adds_the_profile_row_where_the_answer_leaves_a_place() {
 #[test]
 fn a_paused_session_key_holds_back_calibration_precision_import_merge_and_fix() {
     let dir = tempfile::tempdir().unwrap();
-    let mut calls: Vec<(&str, Value)> = (0..20)
-        .map(|i| {
-            (
-                "store",
-                json!({"agent_id": "a", "content": format!("session {} apple river note {i}", i / 5),
-                       "source": {"type": "User", "id": format!("s{}", i / 5)}}),
-            )
-        })
-        .collect();
+    let mut calls: Vec<(&str, Value)> = (0..20).map(|i| session_note("a", i)).collect();
     let exports = dir.path().join("store/exports");
     std::fs::create_dir_all(&exports).unwrap();
     std::fs::write(
@@ -798,15 +793,7 @@ fn recall_with_context_merges_the_conversation() {
 #[test]
 fn recall_precision_round_trip_and_stale_index_warning() {
     let dir = tempfile::tempdir().unwrap();
-    let stores: Vec<(&str, Value)> = (0..40)
-        .map(|i| {
-            (
-                "store",
-                json!({"agent_id": "a", "content": format!("session {} apple river note {i}", i / 5),
-                       "source": {"type": "User", "id": format!("s{}", i / 5)}}),
-            )
-        })
-        .collect();
+    let stores: Vec<(&str, Value)> = (0..40).map(|i| session_note("a", i)).collect();
     call_tools(dir.path(), &stores);
     run_ok(cpersona_in(dir.path()).args(["index", "rebuild"]));
     let mut calls = vec![

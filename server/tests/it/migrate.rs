@@ -82,7 +82,8 @@ impl Drop for EmbedServe {
     }
 }
 
-fn run_script(args: &[&str]) -> Value {
+/// Runs `scripts/cpersona_convert_test.py` with `args`; its stdout as JSON.
+pub(crate) fn run_script<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Value {
     let out = Command::new(python())
         .arg(script())
         .args(args)
@@ -141,9 +142,39 @@ fn cpersona_store_of(line: Line, dir: &Path, embed: &EmbedServe) -> PathBuf {
         embed.url.clone(),
     ];
     args.extend(line.script_args());
-    let did = run_script(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    let did = run_script(&args);
     assert_eq!(did["memories"].as_array().unwrap().len(), 13, "{did}");
     db
+}
+
+/// Each query's top 10 refs, best first, from `line`'s CPersona over `db` and from ours over
+/// `ours`: `(theirs, ours)` per query.
+fn top10s(
+    line: Line,
+    db: &Path,
+    ours: &Path,
+    embed: &EmbedServe,
+    queries: &[&str],
+) -> Vec<(Vec<Value>, Vec<Value>)> {
+    let mut args: Vec<String> = vec![
+        "recall".into(),
+        "--db".into(),
+        db.to_str().unwrap().into(),
+        "--ours".into(),
+        ours.to_str().unwrap().into(),
+        "--binary".into(),
+        env!("CARGO_BIN_EXE_cpersona").into(),
+        "--embed-url".into(),
+        embed.url.clone(),
+        "--queries".into(),
+        serde_json::to_string(queries).unwrap(),
+    ];
+    args.extend(line.script_args());
+    let answers = run_script(&args);
+    let list = |side: &str, i: usize| answers[side][i].as_array().unwrap().clone();
+    (0..queries.len())
+        .map(|i| (list("cpersona", i), list("ours", i)))
+        .collect()
 }
 
 /// The original's bytes and the names of the files beside it (compared whole).
@@ -392,26 +423,9 @@ fn r20_a_cpersona_2_6_14_store_converts_row_for_row_and_answers_alike() {
         "tax paperwork",
     ];
     let queries: Vec<&str> = sentences.iter().chain(&topical).copied().collect();
-    let answers = run_script(&[
-        "recall",
-        "--db",
-        db_arg,
-        "--ours",
-        ours_arg,
-        "--binary",
-        env!("CARGO_BIN_EXE_cpersona"),
-        "--embed-url",
-        &embed.url,
-        "--queries",
-        &serde_json::to_string(&queries).unwrap(),
-    ]);
-    let (a, b) = (
-        answers["cpersona"].as_array().unwrap(),
-        answers["ours"].as_array().unwrap(),
-    );
+    let answers = top10s(Line::V26, &db, &ours, &embed, &queries);
     let mut total = 0.0;
-    for (i, q) in queries.iter().enumerate() {
-        let (ta, tb) = (a[i].as_array().unwrap(), b[i].as_array().unwrap());
+    for (i, (q, (ta, tb))) in queries.iter().zip(&answers).enumerate() {
         if i < sentences.len() {
             assert_eq!(ta.first(), tb.first(), "{q}: {ta:?} vs {tb:?}");
             let stored = json!(["mem:1", "mem:3", "mem:2", "mem:10"][i]);
@@ -424,7 +438,7 @@ fn r20_a_cpersona_2_6_14_store_converts_row_for_row_and_answers_alike() {
         "top-10 overlap CPersona 2.6.14 vs converted store: {mean:.3} over {} queries",
         queries.len()
     );
-    assert!(mean >= 0.6, "mean top-10 overlap {mean:.3}: {answers}");
+    assert!(mean >= 0.6, "mean top-10 overlap {mean:.3}: {answers:?}");
 }
 
 /// The same conversion of a store CPersona 2.5.12 wrote (schema 13: no associations, no
@@ -474,30 +488,9 @@ fn r20_a_cpersona_2_5_store_converts_row_for_row_and_answers_alike() {
         "trip to Japan",
         "what does Ben drink",
     ];
-    let mut args: Vec<String> = [
-        "recall",
-        "--db",
-        db_arg,
-        "--ours",
-        ours_arg,
-        "--binary",
-        env!("CARGO_BIN_EXE_cpersona"),
-        "--embed-url",
-        &embed.url,
-        "--queries",
-        &serde_json::to_string(&queries).unwrap(),
-    ]
-    .map(String::from)
-    .to_vec();
-    args.extend(Line::V25.script_args());
-    let answers = run_script(&args.iter().map(String::as_str).collect::<Vec<_>>());
-    let (a, b) = (
-        answers["cpersona"].as_array().unwrap(),
-        answers["ours"].as_array().unwrap(),
-    );
+    let answers = top10s(Line::V25, &db, &ours, &embed, &queries);
     let mut total = 0.0;
-    for (i, q) in queries.iter().enumerate() {
-        let (ta, tb) = (a[i].as_array().unwrap(), b[i].as_array().unwrap());
+    for (i, (q, (ta, tb))) in queries.iter().zip(&answers).enumerate() {
         if i < 2 {
             // The stored sentence comes back first here; CPersona 2.5.12 returns it too but
             // may rank an episode above it (its fusion gives the exact row one arm's vote).
@@ -509,7 +502,7 @@ fn r20_a_cpersona_2_5_store_converts_row_for_row_and_answers_alike() {
     }
     let mean = total / queries.len() as f64;
     eprintln!("top-10 overlap CPersona 2.5.12 vs converted store: {mean:.3}");
-    assert!(mean >= 0.6, "mean top-10 overlap {mean:.3}: {answers}");
+    assert!(mean >= 0.6, "mean top-10 overlap {mean:.3}: {answers:?}");
 }
 
 #[test]

@@ -162,24 +162,16 @@ fn admitted_types(schema: &Value, defs: &Value) -> Option<std::collections::BTre
 /// (`scripts/test`).
 #[test]
 fn every_cpersona_tool_and_argument_is_served_with_its_types() {
-    let python = std::env::var_os("CPERSONA_TEST_PYTHON")
-        .expect("CPERSONA_TEST_PYTHON is not set: run the tests through scripts/test");
     let dir = tempfile::tempdir().unwrap();
-    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../scripts/cpersona_convert_test.py");
-    let out = std::process::Command::new(python)
-        .arg(script)
-        .args(["tools", "--db"])
-        .arg(dir.path().join("cp.db"))
-        .args(["--embed-url", "http://127.0.0.1:9/embed"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let theirs: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let db = dir.path().join("cp.db");
+    let listed = crate::migrate::run_script(&[
+        "tools".as_ref(),
+        "--db".as_ref(),
+        db.as_os_str(),
+        "--embed-url".as_ref(),
+        "http://127.0.0.1:9/embed".as_ref(),
+    ]);
+    let theirs: Vec<Value> = serde_json::from_value(listed).unwrap();
     assert_eq!(theirs.len(), 34, "CPersona 2.6.14 lists 34 tools");
     let ours = surface(McpServer::all_tools());
     let mut problems = Vec::new();

@@ -6,7 +6,7 @@
 
 use serde_json::json;
 
-use crate::binary::{call_tools_capturing, cpersona_in};
+use crate::binary::{call_tools_capturing, cpersona_in, session_note};
 
 const UNHONOURED: [(&str, &str, &str); 3] = [
     ("CPERSONA_NOT_A_SETTING", "1", "unknown name"),
@@ -138,14 +138,8 @@ fn newly_honoured_settings_change_what_the_tools_answer() {
             json!({"agent_id": "a", "content": "ten minutes ahead", "timestamp": later}),
         ),
     ];
-    for i in 0..30 {
-        calls.push((
-            "store",
-            json!({"agent_id": "a", "content": format!("session {} note {i} about the garden", i / 5),
-                   "source": {"type": "User", "id": format!("s{}", i / 5)}}),
-        ));
-    }
-    calls.push(("recall", json!({"agent_id": "a", "query": "garden"})));
+    calls.extend((0..30).map(|i| session_note("a", i)));
+    calls.push(("recall", json!({"agent_id": "a", "query": "apple river"})));
     calls.push(("calibrate_threshold", json!({"agent_id": "a"})));
     calls.push((
         "calibrate_threshold",

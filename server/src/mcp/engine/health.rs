@@ -18,7 +18,7 @@ pub(crate) fn session_findings(
     args: wire::FindingsArgs,
     shared: bool,
 ) -> ToolResult {
-    let req = request(backend, String::new(), false, Vec::new());
+    let req = request(backend, String::new(), false, Vec::new(), String::new());
     let delivered = backend
         .engine()
         .session_findings(&req, args.per_kind_limit as usize, args.include_summary)
@@ -39,11 +39,13 @@ fn request(
     agent_id: String,
     fix: bool,
     checks: Vec<String>,
+    session_key: String,
 ) -> HealthRequest {
     HealthRequest {
         agent_id,
         fix,
         checks,
+        session_key,
         index_stale_warn_share: backend.recall_settings().index_stale_warn_share,
         unused_settings: backend
             .unhonoured_settings()
@@ -54,7 +56,6 @@ fn request(
                 note: s.note.clone(),
             })
             .collect(),
-        session_key: String::new(),
     }
 }
 
@@ -64,9 +65,12 @@ pub(crate) fn check_health(
     args: wire::CheckHealthArgs,
     progress: &Progress<'_>,
 ) -> ToolResult {
-    let req = HealthRequest {
-        session_key: args.session_key,
-        ..request(backend, args.agent_id, args.fix, args.checks)
-    };
+    let req = request(
+        backend,
+        args.agent_id,
+        args.fix,
+        args.checks,
+        args.session_key,
+    );
     body(backend.engine().check_health(&req, progress))
 }
