@@ -11,7 +11,8 @@
 //! Run: `CPERSONA_MODEL_DIR=target/test-deps/all-MiniLM-L6-v2 cargo run --workspace --example
 //! quality --profile=dev -- [--tasks locomo,tmd,beir:DIR] [--embedders hash,minilm,e5]
 //! [--split dev,val | holdout --open-holdout | all --open-holdout] [--e5-url URL]
-//! [--max-queries N] [--groups N] [--data ../shared/data] [--lexical-cap N|off] [--label NAME]`.
+//! [--max-queries N] [--groups N] [--data ../shared/data] [--lexical-cap N|off]
+//! [--adaptive off|on|FLOOR] [--label NAME]`.
 //! `--groups N` keeps the first N conversations of each task (0 = all), for a machine where
 //! embedding is slow. `scale/e5/quality.sh` starts the e5 server around one run.
 #![forbid(unsafe_code)]
@@ -23,6 +24,7 @@ use std::time::Duration;
 
 use cpersona_engine::embed::builtin::BuiltinEmbedder;
 use cpersona_engine::embed::{Embedder, HashEmbedder, HttpEmbedder, RemoteOptions};
+use cpersona_engine::recall::stages::fusion_weights::AdaptiveFusion;
 use cpersona_scale::Pct;
 use cpersona_scale::quality::cache::EmbeddingCache;
 use cpersona_scale::quality::report::{self, TaskResult};
@@ -46,6 +48,8 @@ struct Args {
     data: PathBuf,
     /// Track B's lexical candidate cap (`--lexical-cap N|off`; default the engine's).
     lexical_cap: Option<usize>,
+    /// Track B's adaptive fusion (`--adaptive off|on|FLOOR`; default the engine's).
+    adaptive: Option<AdaptiveFusion>,
     label: String,
     /// Print each task's split (sets, counts) and stop: nothing is embedded or scored.
     show_splits: bool,
@@ -94,6 +98,7 @@ fn parse_args() -> BoxResult<Args> {
         groups: 0,
         data: workspace_root().join("../shared/data"),
         lexical_cap: cpersona_engine::recall::RecallConfig::default().lexical_cap,
+        adaptive: cpersona_engine::recall::RecallConfig::default().adaptive,
         label: "quality".into(),
         show_splits: false,
     };
@@ -114,6 +119,16 @@ fn parse_args() -> BoxResult<Args> {
             "--lexical-cap" => {
                 let v = value()?;
                 args.lexical_cap = if v == "off" { None } else { Some(v.parse()?) };
+            }
+            "--adaptive" => {
+                args.adaptive = match value()?.as_str() {
+                    "off" => None,
+                    "on" => Some(AdaptiveFusion::default()),
+                    floor => Some(AdaptiveFusion {
+                        floor: floor.parse()?,
+                        ..AdaptiveFusion::default()
+                    }),
+                }
             }
             // cargo may pass --bench when run as a bench; nothing else is expected.
             other => return Err(format!("unknown argument {other}").into()),
@@ -211,7 +226,7 @@ fn run(
     split: &str,
     roles: &Roles,
     out: &Path,
-    lexical_cap: Option<usize>,
+    settings: &tracks::TrackB,
 ) -> BoxResult<TaskResult> {
     let model = roles.docs.identity().model_id.clone();
     let role = |r: &'static str| roles.asymmetric.then_some(r);
@@ -246,14 +261,7 @@ fn run(
         ds.docs.len()
     );
     let work = out.join(format!("work-{}", roles.name));
-    let b = tracks::track_b_with_cap(
-        ds,
-        roles.docs.identity(),
-        &docs,
-        &queries,
-        &work,
-        lexical_cap,
-    )?;
+    let b = tracks::track_b_with(ds, roles.docs.identity(), &docs, &queries, &work, settings)?;
     let (subtasks, sa, sb) = report::score(ds, &a, &b);
     let mut notes = b.notes.clone();
     if ds.dangling_relevant > 0 {
@@ -364,11 +372,15 @@ fn main() -> BoxResult<()> {
     for name in &args.embedders {
         let roles = embedder(name, &args.e5_url)?;
         for (split, ds) in &datasets {
-            results.push(run(ds, split, &roles, &out, args.lexical_cap)?);
+            let settings = tracks::TrackB {
+                lexical_cap: args.lexical_cap,
+                adaptive: args.adaptive,
+            };
+            results.push(run(ds, split, &roles, &out, &settings)?);
         }
     }
     let command = format!(
-        "cargo run --workspace --example quality --profile=dev -- --tasks {} --embedders {} --split {}{} --max-queries {} --groups {} --lexical-cap {}",
+        "cargo run --workspace --example quality --profile=dev -- --tasks {} --embedders {} --split {}{} --max-queries {} --groups {} --lexical-cap {} --adaptive {}",
         args.tasks.join(","),
         args.embedders.join(","),
         args.splits.as_ref().map_or_else(
@@ -382,7 +394,9 @@ fn main() -> BoxResult<()> {
         },
         args.max_queries,
         args.groups,
-        args.lexical_cap.map_or("off".to_owned(), |c| c.to_string())
+        args.lexical_cap.map_or("off".to_owned(), |c| c.to_string()),
+        args.adaptive
+            .map_or("off".to_owned(), |a| a.floor.to_string())
     );
     let text = report::render_text(&results);
     println!("{command}\n{text}");

@@ -3,6 +3,7 @@
 //! an invalid setting is a start-up error naming the variable, never a silent default.
 
 use cpersona_engine::FutureTimestampMode;
+use cpersona_engine::recall::stages::fusion_weights::AdaptiveFusion;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
@@ -237,6 +238,11 @@ pub struct RecallSettings {
     /// the rarest terms); `None` = every match (`CPERSONA_RECALL_LEXICAL_CAP`: `off`, or
     /// 100..=100,000,000; default 100).
     pub lexical_cap: Option<usize>,
+    /// Adaptive fusion (`CPERSONA_RECALL_ADAPTIVE_FUSION`, default the engine's) and its
+    /// floor (`CPERSONA_RECALL_ADAPTIVE_FLOOR`, 0..=1): per query, a lexical arm less
+    /// decisive than the vector arm is weighted down, never below the floor.
+    pub adaptive_fusion: bool,
+    pub adaptive_floor: f64,
 }
 
 /// The default database path: `<user data dir>/cpersona/cpersona.db`, else `./cpersona.db`.
@@ -569,6 +575,18 @@ fn parse_recall(env: &Env) -> Result<RecallSettings> {
         },
         index_stale_warn_share: env.float("CPERSONA_INDEX_STALE_WARN_SHARE", 0.2, 0.0, 1.0)?,
         lexical_cap: lexical_cap(env)?,
+        adaptive_fusion: env.boolean(
+            "CPERSONA_RECALL_ADAPTIVE_FUSION",
+            cpersona_engine::recall::RecallConfig::default()
+                .adaptive
+                .is_some(),
+        )?,
+        adaptive_floor: env.float(
+            "CPERSONA_RECALL_ADAPTIVE_FLOOR",
+            AdaptiveFusion::FLOOR,
+            0.0,
+            1.0,
+        )?,
     };
     // The engine takes ages at the newest dated row of the answer (a pure pass, replayable);
     // it reads no clock, so `now` cannot be honoured and is refused rather than ignored.

@@ -318,6 +318,7 @@ impl RecallTrace {
                 pool: capture.pool.len(),
             },
             arms: trace_arms(&stages.arms, stages.depth),
+            fusion_weights: stages.weights.clone(),
             fusion: stages
                 .fusion
                 .iter()

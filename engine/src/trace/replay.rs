@@ -1,6 +1,6 @@
 //! Counterfactual replay: re-runs the pure recall pass ([`crate::recall::stages::run`]) over a saved
 //! [`RecallTrace`] with one or more conditions changed (depth, gate threshold, one arm alone,
-//! a fusion weight or mode, limit, the full-content budget, `deep`, the cue), using only the
+//! a fusion weight or mode, adaptive fusion on or off, limit, the full-content budget, `deep`, the cue), using only the
 //! trace's arm lists, gate input and pool: no store, no index, no embedder. A trace of a cued
 //! recall also holds the cue's plan; the replay re-applies its re-order, propagation and held
 //! seats (`cue=off` drops them), and rebuilds the response's `time_cue` block.
@@ -46,6 +46,11 @@ pub struct ReplayChanges {
     pub fusion: Option<crate::recall::stages::fusion::FusionMode>,
     /// RRF's k.
     pub rrf_k: Option<f64>,
+    /// `adaptive=off` (the configured weights as they are) or `adaptive=on` (the rule's
+    /// defaults when the trace had none).
+    pub adaptive: Option<bool>,
+    /// Adaptive fusion's floor (turns the rule on).
+    pub adaptive_floor: Option<f64>,
     /// Rows returned.
     pub limit: Option<usize>,
     /// The full-content budget (characters).
@@ -110,7 +115,8 @@ fn finite(key: &str, value: &str) -> Result<f64> {
 
 impl ReplayChanges {
     /// Parses one `key=value`. Keys: `depth`, `threshold`, `gate`, `arm` (one arm alone),
-    /// `arm_off`, `weight.<arm>`, `fusion` (rrf|rsf), `rrf_k`, `limit`, `budget`,
+    /// `arm_off`, `weight.<arm>`, `fusion` (rrf|rsf), `rrf_k`, `adaptive` (on|off),
+    /// `adaptive.floor`, `limit`, `budget`,
     /// `full_content`, `deep`, `cue` (off), `cue.confidence` (sure|likely|vague),
     /// `cue.propagation` (off).
     pub fn set(&mut self, pair: &str) -> Result<()> {
@@ -137,6 +143,14 @@ impl ReplayChanges {
                 )
             }
             "rrf_k" => self.rrf_k = Some(finite(key, value)?),
+            "adaptive" => self.adaptive = Some(parse_bool(key, value)?),
+            "adaptive.floor" => {
+                let floor = finite(key, value)?;
+                if floor > 1.0 {
+                    return Err(bad(format!("{key}={value}: must be in 0..=1")));
+                }
+                self.adaptive_floor = Some(floor);
+            }
             "limit" | "k" => {
                 let n: usize = parse(key, value)?;
                 if n == 0 {
@@ -376,6 +390,18 @@ pub fn replay(trace: &RecallTrace, changes: &ReplayChanges) -> Result<ReplayOutc
     }
     if let Some(k) = changes.rrf_k {
         config.rrf_k = k;
+    }
+    match changes.adaptive {
+        Some(false) => config.adaptive = None,
+        Some(true) => config.adaptive = Some(config.adaptive.unwrap_or_default()),
+        None => {}
+    }
+    if let Some(floor) = changes.adaptive_floor {
+        if changes.adaptive == Some(false) {
+            notes.push("adaptive=off: adaptive.floor changes nothing".into());
+        } else {
+            config.adaptive.get_or_insert_with(Default::default).floor = floor;
+        }
     }
     if let Some(budget) = changes.budget {
         config.shape.full_content_budget_chars = budget;

@@ -74,6 +74,9 @@ pub struct TraceConfig {
     pub rrf_k: f64,
     /// Per-arm weights, by arm name.
     pub weights: BTreeMap<String, f64>,
+    /// Adaptive fusion's rule; absent with fixed weights, so such traces hash as before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub adaptive: Option<crate::recall::stages::fusion_weights::AdaptiveFusion>,
     /// Recall Depth bounds and the per-arm depth used.
     pub depth: TraceDepth,
     /// The gate's settings.
@@ -339,6 +342,10 @@ pub struct RecallTrace {
     pub arms: Vec<TraceArm>,
     /// Every fused candidate, in fused order.
     pub fusion: Vec<TraceFused>,
+    /// The weights adaptive fusion chose for this query and why (absent with fixed
+    /// weights); a replay re-chooses them from the saved lists unless told `adaptive=off`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fusion_weights: Option<crate::recall::stages::fusion_weights::ChosenWeights>,
     /// The gate.
     pub gate: TraceGate,
     /// Every candidate not returned, with why.
@@ -384,6 +391,7 @@ impl TraceConfig {
                 .into_iter()
                 .map(|arm| (arm_name(arm), w.of(arm)))
                 .collect(),
+            adaptive: config.adaptive,
             depth: TraceDepth {
                 floor: config.depth.floor,
                 default: config.depth.default,
@@ -434,6 +442,7 @@ impl TraceConfig {
                 episode_fts: weight(Arm::EpisodeFts),
                 memory_keyword: weight(Arm::MemoryKeyword),
             },
+            adaptive: self.adaptive,
             depth: RecallDepth {
                 floor: self.depth.floor,
                 default: self.depth.default,

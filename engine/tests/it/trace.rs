@@ -3,6 +3,7 @@
 //! what a fresh recall under that setting returns, and each code the taxonomy can assign
 //! from a single-pass trace is constructed once.
 
+use cpersona_engine::recall::stages::fusion_weights::AdaptiveFusion;
 use cpersona_engine::refs::Ref;
 use cpersona_engine::replay::{ReplayChanges, replay};
 use cpersona_engine::taxonomy::{FailureCode, attribute};
@@ -212,6 +213,53 @@ fn replay_changes_reach_their_stage() {
         "threshold=-1",
         "limit",
     ] {
+        assert!(ReplayChanges::parse_all([bad]).is_err(), "{bad}");
+    }
+}
+
+fn engine_with_adaptive(f: &Fixture, floor: Option<f64>) -> Engine {
+    let mut config = EngineConfig::new(f.dir.path().join("store.db"));
+    config.recall.adaptive = floor.map(|floor| AdaptiveFusion {
+        floor,
+        ..AdaptiveFusion::default()
+    });
+    Engine::open(config, f.embedder.clone()).unwrap()
+}
+
+#[test]
+fn adaptive_fusion_names_its_weights_in_the_trace_and_a_replay_can_turn_it_off() {
+    let f = fixture();
+    corpus(&f);
+    without_credit(&f.engine);
+    let adaptive = engine_with_adaptive(&f, Some(0.0));
+    let fixed = engine_with_adaptive(&f, None);
+    let mut changed = 0;
+    for text in ["apple river", "copper signal item3", "meadow violet falcon"] {
+        let result = adaptive.recall(&query(text, 10)).unwrap();
+        let trace = saved(&result);
+        let chosen = trace
+            .fusion_weights
+            .as_ref()
+            .expect("adaptive weights traced");
+        assert!(!chosen.lexical.is_empty(), "{text:?}: {chosen:?}");
+        assert!(chosen.lexical.iter().all(|c| !c.reason.is_empty()));
+        assert_eq!(trace.config.adaptive.map(|a| a.floor), Some(0.0));
+        // The saved trace replays to the same answer, the rule re-run on the saved lists.
+        let same = replay(&trace, &ReplayChanges::default()).unwrap();
+        assert_eq!(body(&same.response), body(&result.response), "{text:?}");
+        assert!(same.unchanged && same.exact);
+        // Off: what an engine with fixed weights answers, and no weights in the stages.
+        let off = replay(&trace, &set(&["adaptive=off"])).unwrap();
+        let plain = fixed.recall(&query(text, 10)).unwrap();
+        assert_eq!(body(&off.response), body(&plain.response), "{text:?}");
+        assert!(off.stages.weights.is_none());
+        assert!(saved(&plain).fusion_weights.is_none());
+        if chosen.lexical.iter().any(|c| c.factor < 1.0) && !off.unchanged {
+            changed += 1;
+        }
+    }
+    assert!(changed > 0, "no query moved when the rule was turned off");
+    for bad in ["adaptive=maybe", "adaptive.floor=2", "adaptive.floor=-0.5"] {
         assert!(ReplayChanges::parse_all([bad]).is_err(), "{bad}");
     }
 }

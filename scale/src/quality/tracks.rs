@@ -13,6 +13,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use cpersona_engine::embed::EmbedderIdentity;
+use cpersona_engine::recall::stages::fusion_weights::AdaptiveFusion;
 use cpersona_engine::{
     EmbeddingFormat, Engine, EngineConfig, ExportDir, ImportRequest, IndexTable, RecallQuery, time,
     vector,
@@ -73,6 +74,26 @@ pub fn agent_of(group: &str) -> String {
     format!("quality-{group}")
 }
 
+/// The recall settings a Track B run may change from the engine's defaults, for
+/// before/after runs.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TrackB {
+    /// The lexical candidate cap (`None` = off).
+    pub lexical_cap: Option<usize>,
+    /// Adaptive fusion's rule (`None` = fixed weights).
+    pub adaptive: Option<AdaptiveFusion>,
+}
+
+impl Default for TrackB {
+    fn default() -> TrackB {
+        let recall = cpersona_engine::recall::RecallConfig::default();
+        TrackB {
+            lexical_cap: recall.lexical_cap,
+            adaptive: recall.adaptive,
+        }
+    }
+}
+
 /// Track B through a fresh store in `work` (removed first), the engine's default settings.
 pub fn track_b(
     ds: &Dataset,
@@ -81,18 +102,17 @@ pub fn track_b(
     query_vecs: &[Vec<f32>],
     work: &Path,
 ) -> Result<Ranked, Error> {
-    let cap = cpersona_engine::recall::RecallConfig::default().lexical_cap;
-    track_b_with_cap(ds, identity, doc_vecs, query_vecs, work, cap)
+    track_b_with(ds, identity, doc_vecs, query_vecs, work, &TrackB::default())
 }
 
-/// [`track_b`] with the lexical candidate cap set (`None` = off), for before/after runs.
-pub fn track_b_with_cap(
+/// [`track_b`] with the recall settings of `settings`.
+pub fn track_b_with(
     ds: &Dataset,
     identity: &EmbedderIdentity,
     doc_vecs: &[Vec<f32>],
     query_vecs: &[Vec<f32>],
     work: &Path,
-    lexical_cap: Option<usize>,
+    settings: &TrackB,
 ) -> Result<Ranked, Error> {
     let _ = std::fs::remove_dir_all(work);
     std::fs::create_dir_all(work).map_err(|e| Error::io(work, e))?;
@@ -135,7 +155,8 @@ pub fn track_b_with_cap(
     // is off; the default Recall Depth (50) covers the top 10.
     config.scan_window = config.scan_window.max(ds.docs.len());
     config.recall.gate.enabled = false;
-    config.recall.lexical_cap = lexical_cap;
+    config.recall.lexical_cap = settings.lexical_cap;
+    config.recall.adaptive = settings.adaptive;
     let engine = Engine::open(config, embedder)?;
     let started = Instant::now();
     let outcome = engine.import_memories(&ImportRequest {

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use cpersona_engine::embed::{self, Embedder, RemoteOptions};
+use cpersona_engine::recall::stages::fusion_weights::AdaptiveFusion;
 use cpersona_engine::{Engine, EngineConfig, ExportDir};
 
 use crate::cli::RunError;
@@ -45,6 +46,10 @@ pub(crate) fn engine_config(config: &Config) -> EngineConfig {
     engine.recall.cue.max_ms = recall.cue_time_limit_ms as f64;
     engine.recall.report_confidence = recall.confidence_enabled;
     engine.recall.lexical_cap = recall.lexical_cap;
+    engine.recall.adaptive = recall.adaptive_fusion.then_some(AdaptiveFusion {
+        floor: recall.adaptive_floor,
+        ..AdaptiveFusion::default()
+    });
     engine.recall.recency.rate_per_h = recall.prior_age_rate;
     engine.recall.recency.floor = recall.prior_age_floor;
     engine.recall.precision_beta = if recall.fused_gate_beta > 0.0 {

@@ -10,7 +10,17 @@ pub use crate::refs::{ParseRefError, Ref, RefKind};
 /// CPersona 2.6's (near vector, far vector, episode FTS, memory keyword) and is part of the
 /// tie-break.
 #[derive(
-    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, schemars::JsonSchema,
+    Clone,
+    Copy,
+    Debug,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    serde::Deserialize,
+    schemars::JsonSchema,
 )]
 #[serde(rename_all = "snake_case")]
 pub enum Arm {

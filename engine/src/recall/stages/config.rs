@@ -6,6 +6,7 @@ use serde::Serialize;
 use super::confidence::ConfidenceParams;
 use super::deliberate::CueConfig;
 use super::fusion::{ArmWeights, FusionMode};
+use super::fusion_weights::AdaptiveFusion;
 use super::gate::GateConfig;
 use super::recency::RecencyConfig;
 use super::select::RecallDepth;
@@ -21,6 +22,9 @@ pub struct RecallConfig {
     pub rrf_k: f64,
     /// Per-arm weights (default all 1).
     pub weights: ArmWeights,
+    /// Adaptive fusion (`fusion_weights`): per query, a lexical arm less decisive than the
+    /// vector arm is weighted down from `weights`. `None` = the weights as configured.
+    pub adaptive: Option<AdaptiveFusion>,
     /// Recall Depth (per-arm candidate depth), independent of `limit`.
     pub depth: RecallDepth,
     /// The gate.
@@ -89,6 +93,14 @@ impl RecallConfig {
                 reason: "must be finite and >= 0",
             });
         }
+        if let Some(a) = self.adaptive
+            && !(a.floor.is_finite() && (0.0..=1.0).contains(&a.floor))
+        {
+            return Err(RecallError::InvalidSetting {
+                name: "adaptive.floor",
+                reason: "must be in 0..=1",
+            });
+        }
         if self.lexical_cap.is_some_and(|cap| cap < self.depth.max) {
             return Err(RecallError::InvalidSetting {
                 name: "lexical_cap",
@@ -131,6 +143,7 @@ impl Default for RecallConfig {
             fusion: FusionMode::Rrf,
             rrf_k: RecallConfig::RRF_K,
             weights: ArmWeights::default(),
+            adaptive: None,
             depth: RecallDepth::default(),
             // Gate on (CPersona's `CPERSONA_FUSED_GATE_ENABLED=true`), heuristic curve
             // 0.5 → 0.2 over a 500-row pool, halved for `deep`: CPersona's constants.

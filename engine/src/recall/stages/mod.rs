@@ -34,6 +34,7 @@ pub mod excerpt;
 pub mod filters;
 pub mod fts_query;
 pub mod fusion;
+pub mod fusion_weights;
 pub mod gate;
 pub mod keyword;
 pub mod pipeline;

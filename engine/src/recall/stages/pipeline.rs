@@ -12,6 +12,7 @@ use super::cue_plan::CuePlan;
 use super::cue_spread::{self, Propagated};
 use super::deliberate::{LoopLimit, LoopReport, StopRule};
 use super::fusion::fuse;
+use super::fusion_weights::{self, ChosenWeights};
 use super::gate::{self, GateDecision, GateInput, GateReason, GateReport};
 use super::prior::{self, PriorRow};
 use super::recency::{self, RecencyApplied};
@@ -65,6 +66,9 @@ pub struct RecallStages {
     pub cut_by_depth: usize,
     /// Every fused candidate, in fused order.
     pub fusion: Vec<FusedCandidate>,
+    /// The weights adaptive fusion chose and why; `None` with fixed weights.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub weights: Option<ChosenWeights>,
     /// The gate's decisions.
     pub gate: GateReport,
     /// The count cut.
@@ -201,7 +205,11 @@ pub fn try_run_cued<E>(
         cut_by_depth += list.hits.len().saturating_sub(depth);
         list.hits.truncate(depth);
     }
-    let fused = fuse(config.fusion, &arms, &config.weights, config.rrf_k);
+    let chosen = config
+        .adaptive
+        .map(|rule| fusion_weights::choose(&arms, &config.weights, &rule));
+    let weights = chosen.as_ref().map_or(config.weights, |c| c.weights);
+    let fused = fuse(config.fusion, &arms, &weights, config.rrf_k);
     let (gated, gate_report) = gate::apply(&config.gate, gate_input, fused.clone());
 
     let decisions: Vec<&GateDecision> = gate_report.decisions.iter().filter(|d| d.passed).collect();
@@ -262,6 +270,7 @@ pub fn try_run_cued<E>(
         arms,
         cut_by_depth,
         fusion: fused,
+        weights: chosen,
         gate: gate_report,
         order: CountCut {
             limit: request.limit,

@@ -11,6 +11,7 @@ mod deliberate;
 mod excerpt;
 mod fts_query;
 mod fusion;
+mod fusion_weights;
 mod gate;
 mod keyword;
 mod pipeline;
