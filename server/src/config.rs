@@ -3,7 +3,6 @@
 //! an invalid setting is a start-up error naming the variable, never a silent default.
 
 use cpersona_engine::FutureTimestampMode;
-use cpersona_engine::recall::stages::fusion_weights::AdaptiveFusion;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
@@ -238,11 +237,10 @@ pub struct RecallSettings {
     /// the rarest terms); `None` = every match (`CPERSONA_RECALL_LEXICAL_CAP`: `off`, or
     /// 100..=100,000,000; default 100).
     pub lexical_cap: Option<usize>,
-    /// Adaptive fusion (`CPERSONA_RECALL_ADAPTIVE_FUSION`, default the engine's) and its
-    /// floor (`CPERSONA_RECALL_ADAPTIVE_FLOOR`, 0..=1): per query, a lexical arm less
-    /// decisive than the vector arm is weighted down, never below the floor.
+    /// Adaptive fusion (`CPERSONA_RECALL_ADAPTIVE_FUSION`, default the engine's, off): per
+    /// query, a lexical arm that filled the Recall Depth and was less decisive than the
+    /// vector arm is weighted down (`engine::recall::stages::fusion_weights`).
     pub adaptive_fusion: bool,
-    pub adaptive_floor: f64,
 }
 
 /// The default database path: `<user data dir>/cpersona/cpersona.db`, else `./cpersona.db`.
@@ -580,12 +578,6 @@ fn parse_recall(env: &Env) -> Result<RecallSettings> {
             cpersona_engine::recall::RecallConfig::default()
                 .adaptive
                 .is_some(),
-        )?,
-        adaptive_floor: env.float(
-            "CPERSONA_RECALL_ADAPTIVE_FLOOR",
-            AdaptiveFusion::FLOOR,
-            0.0,
-            1.0,
         )?,
     };
     // The engine takes ages at the newest dated row of the answer (a pure pass, replayable);

@@ -1,9 +1,10 @@
 //! Counterfactual replay: re-runs the pure recall pass ([`crate::recall::stages::run`]) over a saved
 //! [`RecallTrace`] with one or more conditions changed (depth, gate threshold, one arm alone,
-//! a fusion weight or mode, adaptive fusion on or off, limit, the full-content budget, `deep`, the cue), using only the
-//! trace's arm lists, gate input and pool: no store, no index, no embedder. A trace of a cued
-//! recall also holds the cue's plan; the replay re-applies its re-order, propagation and held
-//! seats (`cue=off` drops them), and rebuilds the response's `time_cue` block.
+//! a fusion weight or mode, adaptive fusion on or off, limit, the full-content budget,
+//! `deep`, the cue), using only the trace's arm lists, gate input and pool: no store, no
+//! index, no embedder. A trace of a cued recall also holds the cue's plan; the replay
+//! re-applies its re-order, propagation and held seats (`cue=off` drops them), and rebuilds
+//! the response's `time_cue` block.
 //!
 //! When the saved pool cannot answer a change exactly (a depth beyond what the arms were
 //! asked for, a row the pool does not hold), the replay still runs on what it has and says
@@ -51,6 +52,8 @@ pub struct ReplayChanges {
     pub adaptive: Option<bool>,
     /// Adaptive fusion's floor (turns the rule on).
     pub adaptive_floor: Option<f64>,
+    /// Adaptive fusion's power (turns the rule on).
+    pub adaptive_power: Option<f64>,
     /// Rows returned.
     pub limit: Option<usize>,
     /// The full-content budget (characters).
@@ -116,7 +119,7 @@ fn finite(key: &str, value: &str) -> Result<f64> {
 impl ReplayChanges {
     /// Parses one `key=value`. Keys: `depth`, `threshold`, `gate`, `arm` (one arm alone),
     /// `arm_off`, `weight.<arm>`, `fusion` (rrf|rsf), `rrf_k`, `adaptive` (on|off),
-    /// `adaptive.floor`, `limit`, `budget`,
+    /// `adaptive.floor`, `adaptive.power`, `limit`, `budget`,
     /// `full_content`, `deep`, `cue` (off), `cue.confidence` (sure|likely|vague),
     /// `cue.propagation` (off).
     pub fn set(&mut self, pair: &str) -> Result<()> {
@@ -151,6 +154,7 @@ impl ReplayChanges {
                 }
                 self.adaptive_floor = Some(floor);
             }
+            "adaptive.power" => self.adaptive_power = Some(finite(key, value)?),
             "limit" | "k" => {
                 let n: usize = parse(key, value)?;
                 if n == 0 {
@@ -396,11 +400,13 @@ pub fn replay(trace: &RecallTrace, changes: &ReplayChanges) -> Result<ReplayOutc
         Some(true) => config.adaptive = Some(config.adaptive.unwrap_or_default()),
         None => {}
     }
-    if let Some(floor) = changes.adaptive_floor {
+    if changes.adaptive_floor.is_some() || changes.adaptive_power.is_some() {
         if changes.adaptive == Some(false) {
-            notes.push("adaptive=off: adaptive.floor changes nothing".into());
+            notes.push("adaptive=off: adaptive.floor and adaptive.power change nothing".into());
         } else {
-            config.adaptive.get_or_insert_with(Default::default).floor = floor;
+            let rule = config.adaptive.get_or_insert_with(Default::default);
+            rule.floor = changes.adaptive_floor.unwrap_or(rule.floor);
+            rule.power = changes.adaptive_power.unwrap_or(rule.power);
         }
     }
     if let Some(budget) = changes.budget {

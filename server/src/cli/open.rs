@@ -46,10 +46,7 @@ pub(crate) fn engine_config(config: &Config) -> EngineConfig {
     engine.recall.cue.max_ms = recall.cue_time_limit_ms as f64;
     engine.recall.report_confidence = recall.confidence_enabled;
     engine.recall.lexical_cap = recall.lexical_cap;
-    engine.recall.adaptive = recall.adaptive_fusion.then_some(AdaptiveFusion {
-        floor: recall.adaptive_floor,
-        ..AdaptiveFusion::default()
-    });
+    engine.recall.adaptive = recall.adaptive_fusion.then(AdaptiveFusion::default);
     engine.recall.recency.rate_per_h = recall.prior_age_rate;
     engine.recall.recency.floor = recall.prior_age_floor;
     engine.recall.precision_beta = if recall.fused_gate_beta > 0.0 {

@@ -28,8 +28,9 @@ pub struct ReplayArgs {
     /// A trace written by `cpersona recall --trace-out` (or a `recall` tool's `trace`).
     pub trace: PathBuf,
     /// One changed condition, `key=value`: depth, threshold, gate=on|off, arm=ARM (alone),
-    /// arm_off=ARM, weight.ARM=W, fusion=rrf|rsf, rrf_k, limit, budget, full_content, deep,
-    /// cue=off, cue.confidence=sure|likely|vague, cue.propagation=off. Repeatable.
+    /// arm_off=ARM, weight.ARM=W, fusion=rrf|rsf, rrf_k, adaptive=on|off, adaptive.floor,
+    /// adaptive.power, limit, budget, full_content, deep, cue=off,
+    /// cue.confidence=sure|likely|vague, cue.propagation=off. Repeatable.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub sets: Vec<String>,
     /// The ref that should have come back (`mem:12`): prints its failure code.

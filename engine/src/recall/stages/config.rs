@@ -93,13 +93,19 @@ impl RecallConfig {
                 reason: "must be finite and >= 0",
             });
         }
-        if let Some(a) = self.adaptive
-            && !(a.floor.is_finite() && (0.0..=1.0).contains(&a.floor))
-        {
-            return Err(RecallError::InvalidSetting {
-                name: "adaptive.floor",
-                reason: "must be in 0..=1",
-            });
+        if let Some(a) = self.adaptive {
+            if !(a.floor.is_finite() && (0.0..=1.0).contains(&a.floor)) {
+                return Err(RecallError::InvalidSetting {
+                    name: "adaptive.floor",
+                    reason: "must be in 0..=1",
+                });
+            }
+            if !(a.power.is_finite() && a.power >= 0.0) {
+                return Err(RecallError::InvalidSetting {
+                    name: "adaptive.power",
+                    reason: "must be finite and >= 0",
+                });
+            }
         }
         if self.lexical_cap.is_some_and(|cap| cap < self.depth.max) {
             return Err(RecallError::InvalidSetting {

@@ -207,9 +207,12 @@ pub fn try_run_cued<E>(
     }
     let chosen = config
         .adaptive
-        .map(|rule| fusion_weights::choose(&arms, &config.weights, &rule));
+        .map(|rule| fusion_weights::choose(&arms, &config.weights, &rule, depth));
     let weights = chosen.as_ref().map_or(config.weights, |c| c.weights);
-    let fused = fuse(config.fusion, &arms, &weights, config.rrf_k);
+    let mut fused = fuse(config.fusion, &arms, &weights, config.rrf_k);
+    if let Some(chosen) = &chosen {
+        fusion_weights::reserve(&mut fused, chosen);
+    }
     let (gated, gate_report) = gate::apply(&config.gate, gate_input, fused.clone());
 
     let decisions: Vec<&GateDecision> = gate_report.decisions.iter().filter(|d| d.passed).collect();
@@ -247,6 +250,11 @@ pub fn try_run_cued<E>(
         request.full_content,
         kept,
     );
+    if let Some(reserved) = chosen.as_ref().and_then(|c| c.reserved_ref) {
+        for message in messages.iter_mut().filter(|m| m.r#ref == reserved) {
+            message.match_reason.admission = Some("reservation");
+        }
+    }
     if let Some(applied) = &applied {
         for message in &mut messages {
             if let Some(seat) = applied.seated.iter().position(|r| *r == message.r#ref) {

@@ -82,7 +82,8 @@ pub struct MatchReason {
     /// Which arms ranked the row, in fusion order, and where.
     pub arms: Vec<ArmRank>,
     /// `"gate_fallback"` when the gate refused the row and it was returned because nothing
-    /// passed.
+    /// passed; `"reservation"` for a held seat, or for the vector arm's decisive first row
+    /// that adaptive fusion put first (`fusion_weights`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub admission: Option<&'static str>,
     /// Propagation seat: 1-based rank in the deeper ranking among rows not held.

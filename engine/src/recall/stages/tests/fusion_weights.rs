@@ -1,4 +1,5 @@
-//! Adaptive fusion weights: the standout's arithmetic, the rule's three outcomes, and the
+//! Adaptive fusion weights: the standout's arithmetic, the rule's outcomes (weighed down to
+//! the powered ratio or the floor; kept when specific, as decisive, or unjudged), and the
 //! pass: a lexical vote that fixed weights let outrank the embedder's decisive top row no
 //! longer does once the rule weighs that arm down.
 
@@ -79,9 +80,12 @@ fn a_less_decisive_lexical_arm_is_weighed_down_to_its_ratio_but_never_below_the_
     let base = ArmWeights::default();
     let rule = AdaptiveFusion {
         floor: 0.1,
+        power: 1.0,
         min_scores: 5,
+        reserve_standout: f64::INFINITY,
     };
-    let chosen = choose(&[decisive_vector(), lexical.clone()], &base, &rule);
+    // The lexical list (6 hits) fills a depth of 6.
+    let chosen = choose(&[decisive_vector(), lexical.clone()], &base, &rule, 6);
     assert!((chosen.vector_standout.unwrap() - 2.0).abs() < 1e-12);
     assert_eq!(chosen.lexical.len(), 1);
     let c = &chosen.lexical[0];
@@ -89,6 +93,19 @@ fn a_less_decisive_lexical_arm_is_weighed_down_to_its_ratio_but_never_below_the_
     assert!((c.factor - 0.5).abs() < 1e-12, "{c:?}");
     assert!((chosen.weights.memory_keyword - 0.5).abs() < 1e-12);
     assert!(c.reason.contains("less decisive"), "{}", c.reason);
+    // Squared: 0.25.
+    let squared = AdaptiveFusion { power: 2.0, ..rule };
+    let chosen = choose(&[decisive_vector(), lexical.clone()], &base, &squared, 6);
+    assert!((chosen.lexical[0].factor - 0.25).abs() < 1e-12);
+    // Under the depth the same list is specific: kept.
+    let chosen = choose(&[decisive_vector(), lexical.clone()], &base, &rule, 7);
+    assert_eq!(chosen.lexical[0].factor, 1.0);
+    assert!(
+        chosen.lexical[0].reason.contains("specific"),
+        "{:?}",
+        chosen.lexical[0]
+    );
+    assert_eq!(chosen.weights, base);
     // The vector weights are the configured ones.
     assert_eq!(chosen.weights.vector_near, base.vector_near);
     // A floor above the ratio holds the weight at the floor, times the configured weight.
@@ -98,9 +115,11 @@ fn a_less_decisive_lexical_arm_is_weighed_down_to_its_ratio_but_never_below_the_
     };
     let rule = AdaptiveFusion {
         floor: 0.75,
+        power: 1.0,
         min_scores: 5,
+        reserve_standout: f64::INFINITY,
     };
-    let chosen = choose(&[decisive_vector(), lexical], &base, &rule);
+    let chosen = choose(&[decisive_vector(), lexical], &base, &rule, 6);
     assert!((chosen.lexical[0].factor - 0.75).abs() < 1e-12);
     assert!((chosen.weights.memory_keyword - 1.5).abs() < 1e-12);
 }
@@ -119,6 +138,7 @@ fn a_decisive_or_unjudged_lexical_arm_keeps_its_weight() {
         &[decisive_vector(), fts, keyword],
         &ArmWeights::default(),
         &AdaptiveFusion::default(),
+        5,
     );
     assert_eq!(chosen.lexical.len(), 2);
     assert_eq!(chosen.lexical[0].arm, Arm::EpisodeFts);
@@ -139,6 +159,7 @@ fn a_decisive_or_unjudged_lexical_arm_keeps_its_weight() {
         ],
         &ArmWeights::default(),
         &AdaptiveFusion::default(),
+        5,
     );
     assert_eq!(chosen.vector_standout, None);
     assert!(
@@ -154,19 +175,20 @@ fn the_rule_lets_the_embedders_decisive_top_row_keep_first_place() {
     use crate::recall::stages::gate::GateInput;
     use crate::recall::stages::shape::Hydrated;
     use crate::recall::stages::{RecallConfig, RecallRequest, run};
-    // The vector arm is sure of mem:1 (standout 6.9 over 50 rows); the lexical arm is not
-    // sure of anything (standout 1.46) but ranks mem:41, the vector arm's 41st row, first.
-    // Fixed RRF puts mem:41 first (1/101 + 1/61 > 1/61); with the lexical vote at about a
-    // fifth of its weight (1.46 / 6.9, held at the 0.25 floor) it falls below mem:1.
+    // The vector arm is sure of mem:1 (standout 7.0 over 50 rows); the lexical arm fills the
+    // depth of 50 without being sure of anything (standout 1.7, evenly spaced scores) and
+    // ranks mem:41, the vector arm's 41st row, first. Fixed RRF puts mem:41 first
+    // (1/101 + 1/61 > 1/61); with the lexical vote at (1.7 / 7.0)^2 = 0.06 of its weight it
+    // falls below mem:1.
     let mut scores = vec![Some(0.9)];
     scores.extend(std::iter::repeat_n(Some(0.5), 49));
     let vector = list(Arm::VectorNear, &scores, 1);
     let lexical = ArmList::ranked(
         Arm::MemoryKeyword,
-        [41i64, 60, 61, 62, 63, 64]
-            .iter()
-            .zip([3.0, 2.9, 2.8, 2.7, 2.6, 2.5])
-            .map(|(id, s)| (Ref::mem(*id), Some(s))),
+        std::iter::once(41i64)
+            .chain(100..149)
+            .enumerate()
+            .map(|(i, id)| (Ref::mem(id), Some(10.0 - i as f64 * 0.1))),
     );
     let arms = vec![vector, lexical];
     let request = RecallRequest {
@@ -185,7 +207,7 @@ fn the_rule_lets_the_embedders_decisive_top_row_keep_first_place() {
     };
     let gate = GateInput {
         calibrated: None,
-        pool: 55,
+        pool: 100,
         deep: false,
     };
     let top = |config: &RecallConfig| {
@@ -195,13 +217,53 @@ fn the_rule_lets_the_embedders_decisive_top_row_keep_first_place() {
     let (fixed_top, fixed_weights) = top(&config);
     assert_eq!(fixed_top, Ref::mem(41));
     assert_eq!(fixed_weights, None);
-    config.adaptive = Some(AdaptiveFusion::default());
+    // The weights alone (no reservation) already restore mem:1.
+    config.adaptive = Some(AdaptiveFusion {
+        reserve_standout: f64::INFINITY,
+        ..AdaptiveFusion::default()
+    });
     let (adaptive_top, chosen) = top(&config);
     assert_eq!(adaptive_top, Ref::mem(1));
     let chosen = chosen.unwrap();
-    assert_eq!(
-        chosen.lexical[0].factor,
-        AdaptiveFusion::FLOOR,
-        "{chosen:?}"
+    let factor = chosen.lexical[0].factor;
+    assert!(factor > 0.05 && factor < 0.07, "{chosen:?}");
+}
+
+#[test]
+fn a_decisive_vector_arm_reserves_first_place_for_its_first_row() {
+    use crate::recall::stages::fusion::{ArmWeights as W, rrf};
+    use crate::recall::stages::fusion_weights::reserve;
+    // Vector standout 7.0 (one outlier over 50 rows); a second arm lists mem:2 and mem:60..
+    // in both lists, so fixed RRF puts mem:2 (both arms) above mem:1 (one arm).
+    let mut scores = vec![Some(0.9)];
+    scores.extend(std::iter::repeat_n(Some(0.5), 49));
+    let vector = list(Arm::VectorNear, &scores, 1);
+    let lexical = ArmList::ranked(
+        Arm::MemoryKeyword,
+        [(Ref::mem(2), Some(9.0)), (Ref::mem(3), Some(1.0))],
     );
+    let lists = [vector, lexical];
+    let mut fused = rrf(&lists, &W::default(), 60.0);
+    assert_eq!(fused[0].r#ref, Ref::mem(2));
+    let score_of_1 = fused.iter().find(|c| c.r#ref == Ref::mem(1)).unwrap().score;
+    let rule = AdaptiveFusion::default();
+    let chosen = choose(&lists, &W::default(), &rule, 50);
+    assert_eq!(chosen.reserved.as_deref(), Some("mem:1"));
+    reserve(&mut fused, &chosen);
+    let order: Vec<Ref> = fused.iter().take(3).map(|c| c.r#ref).collect();
+    assert_eq!(order, [Ref::mem(1), Ref::mem(2), Ref::mem(3)]);
+    assert_eq!(
+        fused[0].score, score_of_1,
+        "the reserved row keeps its score"
+    );
+    // Below the standout nothing is reserved and nothing moves.
+    let strict = AdaptiveFusion {
+        reserve_standout: 7.5,
+        ..rule
+    };
+    let chosen = choose(&lists, &W::default(), &strict, 50);
+    assert_eq!(chosen.reserved, None);
+    let mut again = rrf(&lists, &W::default(), 60.0);
+    reserve(&mut again, &chosen);
+    assert_eq!(again[0].r#ref, Ref::mem(2));
 }
