@@ -21,6 +21,10 @@
 //! rotating order, `CPERSONA_BENCH_RECALL_PASSES` passes, default 3), so load on a shared
 //! machine falls on all alike; the table gives p50/p95 per state and segments / fresh.
 //!
+//! Before that, issue 23's cost: adaptive fusion against fixed weights over the same store,
+//! interleaved the same way (`CPERSONA_BENCH_RECALL_STAGES_ONLY=true` stops there, before
+//! criterion and issue 16's copies).
+//!
 //! Run: `cargo bench --workspace --profile=dev --bench recall` (the dev profile keeps the
 //! engine at opt-level 0; absolute times are pessimistic, ratios within one run hold).
 //! Knobs (read here, never by the library): `CPERSONA_BENCH_RECALL_ROWS=10000` (100000 for the
@@ -39,6 +43,7 @@ use std::time::{Duration, Instant};
 use cpersona_benches::text_corpus::{TextCorpus, TextKind};
 use cpersona_engine::embed::{Embedder, HashEmbedder};
 use cpersona_engine::recall::stages::fusion::fuse;
+use cpersona_engine::recall::stages::fusion_weights::AdaptiveFusion;
 use cpersona_engine::recall::stages::gate::{self, GateInput};
 use cpersona_engine::recall::stages::shape::{Hydrated, ShapeInput, shape};
 use cpersona_engine::recall::{ArmList, RecallConfig};
@@ -109,7 +114,12 @@ fn write_import(
 }
 
 fn open(db: &Path, cap: Option<usize>) -> BoxResult<Engine> {
+    open_with(db, cap, None)
+}
+
+fn open_with(db: &Path, cap: Option<usize>, adaptive: Option<AdaptiveFusion>) -> BoxResult<Engine> {
     let mut config = EngineConfig::new(db);
+    config.recall.adaptive = adaptive;
     config.max_import_bytes = 1 << 40;
     // The corpus file lives beside the bench's store, not in its export folder.
     config.export_dir = ExportDir::Operator;
@@ -223,6 +233,21 @@ fn bench_corpus(c: &mut Criterion, kind: TextKind, rows: usize, cap: usize) -> B
     // One run, both arms: the per-stage split of `Engine::recall`, cap off then on.
     timing_table("cap off", &off, &queries)?;
     timing_table(&format!("cap {cap}"), &on, &queries)?;
+    let passes: usize = env_or("CPERSONA_BENCH_RECALL_PASSES", "3").parse()?;
+    // Issue 23's cost: adaptive fusion against fixed weights over the same store and
+    // generation, interleaved; the x column is adaptive / fixed.
+    println!("  adaptive fusion (issue 23) vs fixed weights:");
+    let adaptive = open_with(&db, Some(cap), Some(AdaptiveFusion::default()))?;
+    interleaved(
+        &[("adaptive", adaptive), ("fixed", open(&db, Some(cap))?)],
+        &queries,
+        passes,
+    )?;
+    if env_or("CPERSONA_BENCH_RECALL_STAGES_ONLY", "false") == "true" {
+        drop((on, off));
+        let _ = std::fs::remove_dir_all(&work);
+        return Ok(());
+    }
 
     let name = kind.name();
     let mut g = c.benchmark_group(format!("recall/{name}"));
@@ -306,7 +331,6 @@ fn bench_corpus(c: &mut Criterion, kind: TextKind, rows: usize, cap: usize) -> B
     // Issue 16: the same rows as segments, freshly rebuilt and as a live tail (module doc).
     drop((on, off));
     let flushes: usize = env_or("CPERSONA_BENCH_RECALL_FLUSHES", "10").parse()?;
-    let passes: usize = env_or("CPERSONA_BENCH_RECALL_PASSES", "3").parse()?;
     let states = three_states(&work, &db, &corpus, (base, rows), &mut seen, cap, flushes)?;
     for (label, engine) in &states {
         g.bench_function(format!("vector_arm/{label}"), |b| {

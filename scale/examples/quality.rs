@@ -12,12 +12,14 @@
 //! quality --profile=dev -- [--tasks locomo,tmd,beir:DIR] [--embedders hash,minilm,e5]
 //! [--split dev,val | holdout --open-holdout | all --open-holdout] [--e5-url URL]
 //! [--max-queries N] [--groups N] [--data ../shared/data] [--lexical-cap N|off]
-//! [--adaptive off|on|FLOOR] [--label NAME]`.
+//! [--adaptive off|on|power=P,floor=F] [--compare-fusion] [--resort-by-confidence] [--dump-pools]
+//! [--label NAME]`.
 //! `--groups N` keeps the first N conversations of each task (0 = all), for a machine where
 //! embedding is slow. `scale/e5/quality.sh` starts the e5 server around one run.
 #![forbid(unsafe_code)]
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -27,6 +29,7 @@ use cpersona_engine::embed::{Embedder, HashEmbedder, HttpEmbedder, RemoteOptions
 use cpersona_engine::recall::stages::fusion_weights::AdaptiveFusion;
 use cpersona_scale::Pct;
 use cpersona_scale::quality::cache::EmbeddingCache;
+use cpersona_scale::quality::fusion_table;
 use cpersona_scale::quality::report::{self, TaskResult};
 use cpersona_scale::quality::splits::{self, Split};
 use cpersona_scale::quality::{Dataset, load, tracks};
@@ -48,9 +51,16 @@ struct Args {
     data: PathBuf,
     /// Track B's lexical candidate cap (`--lexical-cap N|off`; default the engine's).
     lexical_cap: Option<usize>,
-    /// Track B's adaptive fusion (`--adaptive off|on|FLOOR`; default the engine's).
+    /// Write each query's frozen pool (`--dump-pools`) to `target/quality/pools-*.jsonl`.
+    pools: bool,
+    /// Track B's adaptive fusion (`--adaptive off|on|power=P,floor=F`; default the engine's).
     adaptive: Option<AdaptiveFusion>,
     label: String,
+    /// Run Track B with fixed weights and with adaptive fusion, and write issue 23's table
+    /// of both (`<label>-fusion.md`); the main report is the adaptive run's.
+    compare_fusion: bool,
+    /// Score Track B's answers re-sorted by their confidence score (design §3's question).
+    resort_by_confidence: bool,
     /// Print each task's split (sets, counts) and stop: nothing is embedded or scored.
     show_splits: bool,
 }
@@ -100,6 +110,9 @@ fn parse_args() -> BoxResult<Args> {
         lexical_cap: cpersona_engine::recall::RecallConfig::default().lexical_cap,
         adaptive: cpersona_engine::recall::RecallConfig::default().adaptive,
         label: "quality".into(),
+        compare_fusion: false,
+        pools: false,
+        resort_by_confidence: false,
         show_splits: false,
     };
     let mut it = std::env::args().skip(1);
@@ -111,6 +124,9 @@ fn parse_args() -> BoxResult<Args> {
             "--split" => args.splits = parse_splits(&value()?)?,
             "--open-holdout" => args.open_holdout = true,
             "--show-splits" => args.show_splits = true,
+            "--compare-fusion" => args.compare_fusion = true,
+            "--dump-pools" => args.pools = true,
+            "--resort-by-confidence" => args.resort_by_confidence = true,
             "--e5-url" => args.e5_url = value()?,
             "--max-queries" => args.max_queries = value()?.parse()?,
             "--groups" => args.groups = value()?.parse()?,
@@ -124,10 +140,22 @@ fn parse_args() -> BoxResult<Args> {
                 args.adaptive = match value()?.as_str() {
                     "off" => None,
                     "on" => Some(AdaptiveFusion::default()),
-                    floor => Some(AdaptiveFusion {
-                        floor: floor.parse()?,
-                        ..AdaptiveFusion::default()
-                    }),
+                    pairs => {
+                        let mut rule = AdaptiveFusion::default();
+                        for pair in pairs.split(',') {
+                            match pair.split_once('=') {
+                                Some(("power", v)) => rule.power = v.parse()?,
+                                Some(("floor", v)) => rule.floor = v.parse()?,
+                                _ => {
+                                    return Err(format!(
+                                        "--adaptive {pairs}: expected off, on or power=P,floor=F"
+                                    )
+                                    .into());
+                                }
+                            }
+                        }
+                        Some(rule)
+                    }
                 }
             }
             // cargo may pass --bench when run as a bench; nothing else is expected.
@@ -227,6 +255,7 @@ fn run(
     roles: &Roles,
     out: &Path,
     settings: &tracks::TrackB,
+    resort_by_confidence: bool,
 ) -> BoxResult<TaskResult> {
     let model = roles.docs.identity().model_id.clone();
     let role = |r: &'static str| roles.asymmetric.then_some(r);
@@ -262,6 +291,29 @@ fn run(
     );
     let work = out.join(format!("work-{}", roles.name));
     let b = tracks::track_b_with(ds, roles.docs.identity(), &docs, &queries, &work, settings)?;
+    let mut b = b;
+    if settings.pools {
+        // One line per query: what an offline replay of another fusion needs.
+        let path = out.join(format!(
+            "pools-{}-{}-{}.jsonl",
+            ds.task.split(" [").next().unwrap_or(&ds.task),
+            split,
+            roles.name
+        ));
+        let mut file = std::io::BufWriter::new(std::fs::File::create(&path)?);
+        for (q, pool) in ds.queries.iter().zip(&b.pools) {
+            let line = serde_json::json!({"subtask": q.subtask, "relevant": q.relevant,
+                "arms": pool});
+            writeln!(file, "{line}")?;
+        }
+        file.flush()?;
+        eprintln!("{label}: pools in {}", path.display());
+    }
+    if resort_by_confidence {
+        b.lists = std::mem::take(&mut b.by_confidence);
+        b.notes
+            .push("Track B's answers re-sorted by their confidence score".into());
+    }
     let (subtasks, sa, sb) = report::score(ds, &a, &b);
     let mut notes = b.notes.clone();
     if ds.dangling_relevant > 0 {
@@ -369,14 +421,31 @@ fn main() -> BoxResult<()> {
         }
     }
     let mut results = Vec::new();
+    let mut fixed_results = Vec::new();
     for name in &args.embedders {
         let roles = embedder(name, &args.e5_url)?;
         for (split, ds) in &datasets {
-            let settings = tracks::TrackB {
+            let mut settings = tracks::TrackB {
                 lexical_cap: args.lexical_cap,
                 adaptive: args.adaptive,
+                pools: args.pools,
             };
-            results.push(run(ds, split, &roles, &out, &settings)?);
+            if args.compare_fusion {
+                let fixed = tracks::TrackB {
+                    adaptive: None,
+                    ..settings
+                };
+                fixed_results.push(run(ds, split, &roles, &out, &fixed, false)?);
+                settings.adaptive = settings.adaptive.or(Some(AdaptiveFusion::default()));
+            }
+            results.push(run(
+                ds,
+                split,
+                &roles,
+                &out,
+                &settings,
+                args.resort_by_confidence,
+            )?);
         }
     }
     let command = format!(
@@ -395,8 +464,13 @@ fn main() -> BoxResult<()> {
         args.max_queries,
         args.groups,
         args.lexical_cap.map_or("off".to_owned(), |c| c.to_string()),
+        // Under --compare-fusion the second run takes the engine's rule when none is given.
         args.adaptive
-            .map_or("off".to_owned(), |a| a.floor.to_string())
+            .or(args.compare_fusion.then(AdaptiveFusion::default))
+            .map_or("off".to_owned(), |a| format!(
+                "power={},floor={}",
+                a.power, a.floor
+            ))
     );
     let text = report::render_text(&results);
     println!("{command}\n{text}");
@@ -411,5 +485,13 @@ fn main() -> BoxResult<()> {
         serde_json::to_string_pretty(&report::to_json(&command, &results))?,
     )?;
     println!("wrote {}.{{json,txt,md}}", base.display());
+    if args.compare_fusion {
+        let pairs = fusion_table::pair(&fixed_results, &results)?;
+        let table = fusion_table::render_markdown(&pairs);
+        println!("{table}");
+        let path = out.join(format!("{}-fusion.md", args.label));
+        std::fs::write(&path, format!("    {command} --compare-fusion\n\n{table}"))?;
+        println!("wrote {}", path.display());
+    }
     Ok(())
 }

@@ -8,6 +8,7 @@
 
 pub mod cache;
 pub mod dates;
+pub mod fusion_table;
 pub mod load;
 pub mod metrics;
 pub mod report;

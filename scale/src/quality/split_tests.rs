@@ -283,3 +283,48 @@ fn the_cache_keeps_a_models_roles_apart() {
     let reopened = EmbeddingCache::open_role(dir.path(), &embedder, Some("query")).expect("opens");
     assert_eq!(reopened.loaded, 1, "each role reads its own back");
 }
+
+#[test]
+fn the_fusion_table_pairs_runs_and_decides_by_the_condition_and_the_half_point_rule() {
+    use super::fusion_table;
+    let fixed = vec![
+        result("LoCoMo [dev]", 0.20, 0.35, &[(0.20, 0.35)]),
+        result("manpages [dev]", 0.80, 0.78, &[(0.80, 0.78)]),
+    ];
+    // Adaptive repairs man pages and gives back 0.4 points on LoCoMo: may ship.
+    let good = vec![
+        result("LoCoMo [dev]", 0.20, 0.346, &[(0.20, 0.346)]),
+        result("manpages [dev]", 0.80, 0.81, &[(0.80, 0.81)]),
+    ];
+    let pairs = fusion_table::pair(&fixed, &good).expect("pairs");
+    assert!(fusion_table::may_ship(&pairs));
+    let md = fusion_table::render_markdown(&pairs);
+    assert!(md.contains("| **manpages [dev]** | hash | 2 | 80.00 | 78.00 | 81.00 | -2.00 | +1.00 | +3.00 | **NO** | yes |"), "{md}");
+    assert!(
+        md.contains("dev / hash: fixed 1 of 2, adaptive 2 of 2"),
+        "{md}"
+    );
+    assert!(
+        md.contains("may ship as the default on these lines: yes"),
+        "{md}"
+    );
+    // 0.6 points under fixed on LoCoMo breaks the rule even though the condition holds.
+    let costly = vec![
+        result("LoCoMo [dev]", 0.20, 0.344, &[(0.20, 0.344)]),
+        result("manpages [dev]", 0.80, 0.81, &[(0.80, 0.81)]),
+    ];
+    let pairs = fusion_table::pair(&fixed, &costly).expect("pairs");
+    assert!(!fusion_table::keeps_fixed(&pairs[0]));
+    assert!(
+        fusion_table::keeps_fixed(&pairs[1]),
+        "man pages are not guarded"
+    );
+    assert!(!fusion_table::may_ship(&pairs));
+    assert!(
+        fusion_table::render_markdown(&pairs).contains("LoCoMo [dev] / hash: -0.60"),
+        "the breaking line is named"
+    );
+    // A run without its twin is refused, not silently dropped.
+    let lonely = vec![result("TMD [dev]", 0.1, 0.2, &[(0.1, 0.2)])];
+    assert!(fusion_table::pair(&fixed, &lonely).is_err());
+}

@@ -32,6 +32,11 @@ pub const DEFAULT_AT_MS: i64 = 1_767_225_600_000; // 2026-01-01T00:00:00Z
 pub struct Ranked {
     /// Ranked ids per query.
     pub lists: Vec<Vec<String>>,
+    /// Track B only: the same answers re-sorted by each row's reported confidence score
+    /// (best first, ties in fused order), to measure design §3's re-sort question.
+    pub by_confidence: Vec<Vec<String>>,
+    /// Track B with [`TrackB::pools`]: per query, `[[arm, [[msg_id, raw], ...]], ...]`.
+    pub pools: Vec<serde_json::Value>,
     /// Per-query ranking time, ms (embedding excluded: vectors are precomputed).
     pub query_ms: Vec<f64>,
     /// Set-up seconds (Track B: import and index build).
@@ -82,6 +87,9 @@ pub struct TrackB {
     pub lexical_cap: Option<usize>,
     /// Adaptive fusion's rule (`None` = fixed weights).
     pub adaptive: Option<AdaptiveFusion>,
+    /// Keep each query's frozen pool (every arm's list as fused, by `msg_id`, with raw
+    /// scores) in [`Ranked::pools`], for offline replays of other fusions.
+    pub pools: bool,
 }
 
 impl Default for TrackB {
@@ -90,6 +98,7 @@ impl Default for TrackB {
         TrackB {
             lexical_cap: recall.lexical_cap,
             adaptive: recall.adaptive,
+            pools: false,
         }
     }
 }
@@ -191,8 +200,32 @@ pub fn track_b_with(
             agent_id: agent_of(&q.group),
             query: q.text.clone(),
             limit: DEPTH,
+            trace: settings.pools,
             ..RecallQuery::default()
         })?;
+        if let Some(trace) = settings.pools.then(|| result.trace()).flatten() {
+            let ids: HashMap<String, Option<String>> = trace
+                .pool
+                .iter()
+                .map(|p| {
+                    let id = p.row.as_ref().and_then(|r| r.msg_id.clone());
+                    (p.r#ref.to_string(), id)
+                })
+                .collect();
+            let arms: Vec<serde_json::Value> = trace
+                .arms
+                .iter()
+                .map(|arm| {
+                    let hits: Vec<serde_json::Value> = arm
+                        .hits
+                        .iter()
+                        .map(|h| serde_json::json!([ids.get(&h.r#ref.to_string()), h.raw]))
+                        .collect();
+                    serde_json::json!([arm.arm, hits])
+                })
+                .collect();
+            ranked.pools.push(serde_json::Value::Array(arms));
+        }
         ranked.query_ms.push(started.elapsed().as_secs_f64() * 1e3);
         window_cut += result.vector.tables.iter().filter(|t| t.window_cut).count();
         for a in result.advisories {
@@ -207,6 +240,21 @@ pub fn track_b_with(
             *advisories.entry(kind).or_default() += 1;
         }
         // Messages come in ascending relevance: the last is the best.
+        let mut by_confidence: Vec<(f64, usize, String)> = result
+            .response
+            .messages
+            .iter()
+            .rev()
+            .enumerate()
+            .filter_map(|(i, m)| {
+                let score = m.confidence.as_ref().map_or(f64::NEG_INFINITY, |c| c.score);
+                m.id.clone().map(|id| (score, i, id))
+            })
+            .collect();
+        by_confidence.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        ranked
+            .by_confidence
+            .push(by_confidence.into_iter().map(|(_, _, id)| id).collect());
         ranked.lists.push(
             result
                 .response
