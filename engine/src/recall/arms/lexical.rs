@@ -102,8 +102,11 @@ pub(crate) struct LexicalLists {
     pub(crate) notes: Vec<String>,
 }
 
+/// Row ids with their bm25 (lower is better), in rank order.
+type ScoredIds = Vec<(i64, f64)>;
+
 /// One FTS table's ranked rows and whether the cap acted.
-type Ranked = (Vec<(i64, f64)>, Option<CapActed>);
+type Ranked = (ScoredIds, Option<CapActed>);
 
 /// One FTS table's queries in one scope.
 struct Table<'a> {
@@ -144,43 +147,53 @@ impl Table<'_> {
         Ok(usize::try_from(n).unwrap_or(0))
     }
 
-    /// The lowest id of the `cap` newest rows in scope matching `expr`, when more match.
-    fn newest_from(&self, expr: &str, cap: usize) -> rusqlite::Result<Option<i64>> {
-        let sql = format!(
-            "SELECT f.rowid {} ORDER BY f.rowid DESC LIMIT 1 OFFSET ?",
-            self.from
-        );
-        let mut stmt = self.conn.prepare_cached(&sql)?;
-        let beyond: Option<i64> = stmt
-            .query_map(
-                rusqlite::params_from_iter(self.bind(expr, &[as_i64(cap)])),
-                |row| row.get(0),
-            )?
-            .next()
-            .transpose()?;
-        Ok(beyond.map(|b| b.saturating_add(1)))
-    }
-
-    /// bm25 order of the rows in scope matching `expr` (ids `>= from` when given).
-    fn rank(
+    /// The `cap` newest rows in scope matching `expr`, in bm25 order cut to `depth`, and the
+    /// lowest id among them when more rows match (the cap acted; `None`: every match is
+    /// there). One FTS evaluation that scores at most `cap + 1` rows, newest first, then
+    /// sorts them here by (bm25, id) as [`Table::rank`]'s `ORDER BY rank, t.id` does: the
+    /// same rows and scores as finding the cut with one query and ranking above it with a
+    /// second, which evaluated the expression twice (a phrase AND over the trigram index is
+    /// the arm's dearest step).
+    fn newest_ranked(
         &self,
         expr: &str,
+        cap: usize,
         depth: usize,
-        from: Option<i64>,
-    ) -> rusqlite::Result<Vec<(i64, f64)>> {
+    ) -> rusqlite::Result<(ScoredIds, Option<i64>)> {
         let table = self.table;
-        let (range, tail) = match from {
-            Some(from) => (" AND f.rowid >= ?", vec![from, as_i64(depth)]),
-            None => ("", vec![as_i64(depth)]),
-        };
         let sql = format!(
-            "SELECT t.id, bm25({table}_fts) {}{range} ORDER BY rank, t.id LIMIT ?",
+            "SELECT t.id, bm25({table}_fts) {} ORDER BY f.rowid DESC LIMIT ?",
             self.from
         );
         let mut stmt = self.conn.prepare_cached(&sql)?;
-        stmt.query_map(rusqlite::params_from_iter(self.bind(expr, &tail)), |row| {
-            Ok((row.get(0)?, row.get(1)?))
-        })?
+        let mut rows: Vec<(i64, f64)> = stmt
+            .query_map(
+                rusqlite::params_from_iter(self.bind(expr, &[as_i64(cap.saturating_add(1))])),
+                |row| Ok((row.get(0)?, row.get(1)?)),
+            )?
+            .collect::<rusqlite::Result<_>>()?;
+        // Newest first: a row past the cap is the newest one left out.
+        let from = (rows.len() > cap)
+            .then(|| rows.pop())
+            .flatten()
+            .map(|(beyond, _)| beyond.saturating_add(1));
+        rows.sort_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)));
+        rows.truncate(depth);
+        Ok((rows, from))
+    }
+
+    /// bm25 order of the rows in scope matching `expr`, cut to `depth`.
+    fn rank(&self, expr: &str, depth: usize) -> rusqlite::Result<Vec<(i64, f64)>> {
+        let table = self.table;
+        let sql = format!(
+            "SELECT t.id, bm25({table}_fts) {} ORDER BY rank, t.id LIMIT ?",
+            self.from
+        );
+        let mut stmt = self.conn.prepare_cached(&sql)?;
+        stmt.query_map(
+            rusqlite::params_from_iter(self.bind(expr, &[as_i64(depth)])),
+            |row| Ok((row.get(0)?, row.get(1)?)),
+        )?
         .collect()
     }
 }
@@ -208,7 +221,7 @@ fn run_fts(
         params,
     };
     let Some(cap) = cap else {
-        return Ok((t.rank(&m.expression, depth, None)?, None));
+        return Ok((t.rank(&m.expression, depth)?, None));
     };
     let acted = |policy, left_out: Vec<String>, from_id| CapActed {
         table,
@@ -218,17 +231,13 @@ fn run_fts(
         from_id,
     };
     if m.terms.len() > MAX_COUNTED_TERMS {
-        return Ok(match t.newest_from(&m.expression, cap)? {
-            None => (t.rank(&m.expression, depth, None)?, None),
-            Some(from) => (
-                t.rank(&m.expression, depth, Some(from))?,
-                Some(acted(CapPolicy::Newest, Vec::new(), Some(from))),
-            ),
-        });
+        let (rows, from) = t.newest_ranked(&m.expression, cap, depth)?;
+        let acted = from.map(|from| acted(CapPolicy::Newest, Vec::new(), Some(from)));
+        return Ok((rows, acted));
     }
     // Under the cap in scope: the uncapped query, exactly.
     if t.count(&m.expression, cap + 1)? <= cap {
-        return Ok((t.rank(&m.expression, depth, None)?, None));
+        return Ok((t.rank(&m.expression, depth)?, None));
     }
     // Each term's rows in the whole table (no scope join: cheaper, and never below the
     // count in scope, so the chosen terms still match at most `cap` rows in scope).
@@ -253,27 +262,23 @@ fn run_fts(
     if !selected.is_empty() {
         let expr = join_phrases(&selected, " OR ");
         return Ok((
-            t.rank(&expr, depth, None)?,
+            t.rank(&expr, depth)?,
             Some(acted(CapPolicy::SelectiveTerms, left_out, None)),
         ));
     }
     let all: Vec<&str> = counts.iter().map(|c| c.1.as_str()).collect();
     let and = join_phrases(&all, " AND ");
-    if let Some(from) = t.newest_from(&and, cap)? {
-        return Ok((
-            t.rank(&and, depth, Some(from))?,
-            Some(acted(CapPolicy::Newest, Vec::new(), Some(from))),
-        ));
+    match t.newest_ranked(&and, cap, depth)? {
+        (rows, Some(from)) => {
+            return Ok((rows, Some(acted(CapPolicy::Newest, Vec::new(), Some(from)))));
+        }
+        (rows, None) if !rows.is_empty() => {
+            return Ok((rows, Some(acted(CapPolicy::AllTerms, Vec::new(), None))));
+        }
+        (_, None) => {}
     }
-    let rows = t.rank(&and, depth, None)?;
-    if !rows.is_empty() {
-        return Ok((rows, Some(acted(CapPolicy::AllTerms, Vec::new(), None))));
-    }
-    let from = t.newest_from(&m.expression, cap)?;
-    Ok((
-        t.rank(&m.expression, depth, from)?,
-        Some(acted(CapPolicy::Newest, Vec::new(), from)),
-    ))
+    let (rows, from) = t.newest_ranked(&m.expression, cap, depth)?;
+    Ok((rows, Some(acted(CapPolicy::Newest, Vec::new(), from))))
 }
 
 /// Runs both lexical arms for `query` in `scope`, each cut to `depth`; bm25 ranks at most
