@@ -101,6 +101,55 @@ def weighted(floor=0.0, power=1.0, only_full=False, reserve=math.inf):
     return rule
 
 
+def zscore_sum(arms):
+    """Each arm's raw scores as z-scores over its own list (a list without scores: by rank),
+    summed; a row an arm did not list takes that arm's lowest z."""
+    per, first = {}, {}
+    for ai, arm in enumerate(ORDER):
+        hits = [(d, raw) for d, raw in arms.get(arm, []) if d is not None]
+        if not hits:
+            continue
+        s = [raw if raw is not None else -rank for rank, (_, raw) in enumerate(hits)]
+        m = sum(s) / len(s)
+        sd = math.sqrt(sum((x - m) ** 2 for x in s) / len(s)) or 1.0
+        z = {d: (x - m) / sd for (d, _), x in zip(hits, s)}
+        per[arm] = (z, min(z.values()))
+        for rank, (d, _) in enumerate(hits):
+            first.setdefault(d, (ai, rank))
+    score = {d: sum(z.get(d, low) for z, low in per.values()) for d in first}
+    return sorted(first, key=lambda d: (-score[d], first[d]))
+
+
+def overlap(top=10):
+    """A lexical arm weighed by the share of its first `top` rows the vector list holds."""
+    def rule(arms):
+        vec = {d for d, _ in arms.get("vector_near", [])}
+        w = {}
+        for arm in LEXICAL:
+            hits = [d for d, _ in arms.get(arm, [])][:top]
+            if hits and vec:
+                w[arm] = sum(d in vec for d in hits) / len(hits)
+        return rrf(arms, w)
+    return rule
+
+
+def confirmed(depth=10, other=0.25, k=60.0):
+    """A lexical vote counts fully for a row the vector arm ranks in its first `depth`,
+    `other` of it otherwise."""
+    def rule(arms):
+        vrank = {d: r for r, (d, _) in enumerate(arms.get("vector_near", []))}
+        score, first = {}, {}
+        for ai, arm in enumerate(ORDER):
+            for rank, (d, _) in enumerate(arms.get(arm, [])):
+                if d is None:
+                    continue
+                w = other if arm in LEXICAL and vrank.get(d, depth) >= depth else 1.0
+                score[d] = score.get(d, 0.0) + w / (k + rank + 1)
+                first.setdefault(d, (ai, rank))
+        return sorted(score, key=lambda d: (-score[d], first[d]))
+    return rule
+
+
 RULES = {
     "fixed": fixed,
     "vector_only": vector_only,
@@ -113,6 +162,9 @@ RULES = {
     "full_sq_res4": weighted(power=2.0, only_full=True, reserve=4.0),
     "full_sq_res4.5": weighted(power=2.0, only_full=True, reserve=4.5),
     "full_sq_res5": weighted(power=2.0, only_full=True, reserve=5.0),
+    "zscore_sum": zscore_sum,
+    "overlap": overlap(),
+    "confirmed": confirmed(),
 }
 
 
