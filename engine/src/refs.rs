@@ -5,7 +5,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use serde::{Serialize, Serializer};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// Which table a reference points into. `memories` and `episodes` have independent id
 /// spaces, so an id is meaningless without its kind.
@@ -70,6 +70,12 @@ impl fmt::Display for Ref {
 impl Serialize for Ref {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         serializer.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for Ref {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Ref, D::Error> {
+        ref_serde::deserialize(deserializer)
     }
 }
 

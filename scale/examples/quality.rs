@@ -431,8 +431,10 @@ fn main() -> BoxResult<()> {
                 pools: args.pools,
             };
             if args.compare_fusion {
+                // The pools do not depend on the fusion: the adaptive run writes them.
                 let fixed = tracks::TrackB {
                     adaptive: None,
+                    pools: false,
                     ..settings
                 };
                 fixed_results.push(run(ds, split, &roles, &out, &fixed, false)?);

@@ -78,6 +78,27 @@ fn verdict(holds: bool) -> &'static str {
     if holds { "yes" } else { "**NO**" }
 }
 
+/// One line of the table: Track A, both fusions, their differences and verdicts.
+fn line(
+    label: &str,
+    embedder: &str,
+    queries: usize,
+    (a, fixed, adaptive): (f64, f64, f64),
+    (holds_fixed, holds_adaptive): (bool, bool),
+) -> String {
+    format!(
+        "| {label} | {embedder} | {queries} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+        pts(a),
+        pts(fixed),
+        pts(adaptive),
+        delta(fixed, a),
+        delta(adaptive, a),
+        delta(adaptive, fixed),
+        verdict(holds_fixed),
+        verdict(holds_adaptive),
+    )
+}
+
 /// The Markdown table and its summary.
 pub fn render_markdown(pairs: &[Pair<'_>]) -> String {
     let mut out = String::from(
@@ -85,36 +106,23 @@ pub fn render_markdown(pairs: &[Pair<'_>]) -> String {
     );
     for p in pairs {
         let (f, a) = (p.fixed, p.adaptive);
-        out.push_str(&format!(
-            "| **{}** | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
-            a.task,
-            a.embedder,
+        out.push_str(&line(
+            &format!("**{}**", a.task),
+            &a.embedder,
             a.queries,
-            pts(a.a.ndcg10),
-            pts(f.b.ndcg10),
-            pts(a.b.ndcg10),
-            delta(f.b.ndcg10, f.a.ndcg10),
-            delta(a.b.ndcg10, a.a.ndcg10),
-            delta(a.b.ndcg10, f.b.ndcg10),
-            verdict(task_holds(f)),
-            verdict(task_holds(a)),
+            (a.a.ndcg10, f.b.ndcg10, a.b.ndcg10),
+            (task_holds(f), task_holds(a)),
         ));
         for s in &a.subtasks {
             let Some(fs) = f.subtasks.iter().find(|x| x.subtask == s.subtask) else {
                 continue;
             };
-            out.push_str(&format!(
-                "| &nbsp;&nbsp;{} | | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
-                s.subtask,
+            out.push_str(&line(
+                &format!("&nbsp;&nbsp;{}", s.subtask),
+                "",
                 s.queries,
-                pts(s.a.ndcg10),
-                pts(fs.b.ndcg10),
-                pts(s.b.ndcg10),
-                delta(fs.b.ndcg10, fs.a.ndcg10),
-                delta(s.b.ndcg10, s.a.ndcg10),
-                delta(s.b.ndcg10, fs.b.ndcg10),
-                verdict(subtask_holds(fs)),
-                verdict(subtask_holds(s)),
+                (s.a.ndcg10, fs.b.ndcg10, s.b.ndcg10),
+                (subtask_holds(fs), subtask_holds(s)),
             ));
         }
     }

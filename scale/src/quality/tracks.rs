@@ -204,13 +204,10 @@ pub fn track_b_with(
             ..RecallQuery::default()
         })?;
         if let Some(trace) = settings.pools.then(|| result.trace()).flatten() {
-            let ids: HashMap<String, Option<String>> = trace
+            let ids: HashMap<_, Option<String>> = trace
                 .pool
                 .iter()
-                .map(|p| {
-                    let id = p.row.as_ref().and_then(|r| r.msg_id.clone());
-                    (p.r#ref.to_string(), id)
-                })
+                .map(|p| (p.r#ref, p.row.as_ref().and_then(|r| r.msg_id.clone())))
                 .collect();
             let arms: Vec<serde_json::Value> = trace
                 .arms
@@ -219,7 +216,7 @@ pub fn track_b_with(
                     let hits: Vec<serde_json::Value> = arm
                         .hits
                         .iter()
-                        .map(|h| serde_json::json!([ids.get(&h.r#ref.to_string()), h.raw]))
+                        .map(|h| serde_json::json!([ids.get(&h.r#ref), h.raw]))
                         .collect();
                     serde_json::json!([arm.arm, hits])
                 })

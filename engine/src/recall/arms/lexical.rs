@@ -166,7 +166,7 @@ impl Table<'_> {
             self.from
         );
         let mut stmt = self.conn.prepare_cached(&sql)?;
-        let mut rows: Vec<(i64, f64)> = stmt
+        let mut rows: ScoredIds = stmt
             .query_map(
                 rusqlite::params_from_iter(self.bind(expr, &[as_i64(cap.saturating_add(1))])),
                 |row| Ok((row.get(0)?, row.get(1)?)),
@@ -183,7 +183,7 @@ impl Table<'_> {
     }
 
     /// bm25 order of the rows in scope matching `expr`, cut to `depth`.
-    fn rank(&self, expr: &str, depth: usize) -> rusqlite::Result<Vec<(i64, f64)>> {
+    fn rank(&self, expr: &str, depth: usize) -> rusqlite::Result<ScoredIds> {
         let table = self.table;
         let sql = format!(
             "SELECT t.id, bm25({table}_fts) {} ORDER BY rank, t.id LIMIT ?",

@@ -111,17 +111,24 @@ pub struct ChosenWeights {
     pub vector_standout: Option<f64>,
     /// One entry per lexical arm that returned rows, in fusion order.
     pub lexical: Vec<ArmChoice>,
-    /// The vector arm's first row when the reservation put it first (`mem:<id>`/`ep:<id>`).
+    /// The vector arm's first row when the reservation put it first.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reserved: Option<String>,
-    /// The same row, for the pass (a replay re-chooses it from the saved lists).
-    #[serde(skip)]
-    #[schemars(skip)]
-    pub reserved_ref: Option<Ref>,
-    /// The weights handed to fusion (`lexical` says them in full, so they are not written
-    /// twice).
-    #[serde(skip)]
-    pub weights: ArmWeights,
+    pub reserved: Option<Ref>,
+}
+
+impl ChosenWeights {
+    /// The weights fusion runs with: `base` with each judged lexical arm's chosen weight.
+    pub fn applied_to(&self, base: &ArmWeights) -> ArmWeights {
+        let mut weights = *base;
+        for choice in &self.lexical {
+            match choice.arm {
+                Arm::EpisodeFts => weights.episode_fts = choice.weight,
+                Arm::MemoryKeyword => weights.memory_keyword = choice.weight,
+                Arm::VectorNear | Arm::VectorFar => {}
+            }
+        }
+        weights
+    }
 }
 
 /// How far the list's best finite score sits above the list's mean, in its standard
@@ -155,12 +162,10 @@ pub fn choose(
     let vector_standout = list_of(Arm::VectorNear)
         .or_else(|| list_of(Arm::VectorFar))
         .and_then(|l| standout(l, rule.min_scores));
-    let mut weights = *base;
     let mut lexical = Vec::new();
     for arm in [Arm::EpisodeFts, Arm::MemoryKeyword] {
         let Some(list) = list_of(arm) else { continue };
         let own = standout(list, rule.min_scores);
-        let factor_of = |l: f64, v: f64| (l / v).powf(rule.power).clamp(rule.floor, 1.0);
         let (factor, reason) = match (own, vector_standout) {
             _ if list.hits.len() < depth => (
                 1.0,
@@ -169,14 +174,16 @@ pub fn choose(
                     list.hits.len()
                 ),
             ),
-            (Some(l), Some(v)) if v > 0.0 && l < v => (
-                factor_of(l, v),
-                format!(
-                    "filled the depth of {depth} and less decisive than the vector arm \
-                     (standout {l:.2} vs {v:.2}): weight x{:.2}",
-                    factor_of(l, v)
-                ),
-            ),
+            (Some(l), Some(v)) if v > 0.0 && l < v => {
+                let factor = (l / v).powf(rule.power).clamp(rule.floor, 1.0);
+                (
+                    factor,
+                    format!(
+                        "filled the depth of {depth} and less decisive than the vector arm \
+                         (standout {l:.2} vs {v:.2}): weight x{factor:.2}"
+                    ),
+                )
+            }
             (Some(l), Some(v)) => (
                 1.0,
                 format!("as decisive as the vector arm (standout {l:.2} vs {v:.2}): weight kept"),
@@ -194,20 +201,15 @@ pub fn choose(
                 "the vector arm could not be judged: weight kept".to_owned(),
             ),
         };
-        let weight = base.of(arm) * factor;
-        match arm {
-            Arm::EpisodeFts => weights.episode_fts = weight,
-            _ => weights.memory_keyword = weight,
-        }
         lexical.push(ArmChoice {
             arm,
             standout: own,
             factor,
-            weight,
+            weight: base.of(arm) * factor,
             reason,
         });
     }
-    let reserved_ref = vector_standout
+    let reserved = vector_standout
         .filter(|z| *z >= rule.reserve_standout)
         .and_then(|_| list_of(Arm::VectorNear).or_else(|| list_of(Arm::VectorFar)))
         .and_then(|l| l.hits.iter().min_by_key(|h| (h.rank, h.r#ref)))
@@ -215,15 +217,13 @@ pub fn choose(
     ChosenWeights {
         vector_standout,
         lexical,
-        weights,
-        reserved: reserved_ref.map(|r| r.to_string()),
-        reserved_ref,
+        reserved,
     }
 }
 
 /// Puts the reserved row first (its score unchanged); a no-op without one.
 pub fn reserve(fused: &mut [FusedCandidate], chosen: &ChosenWeights) {
-    let Some(reserved) = chosen.reserved_ref else {
+    let Some(reserved) = chosen.reserved else {
         return;
     };
     if let Some(at) = fused.iter().position(|c| c.r#ref == reserved) {

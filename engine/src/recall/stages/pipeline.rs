@@ -208,7 +208,9 @@ pub fn try_run_cued<E>(
     let chosen = config
         .adaptive
         .map(|rule| fusion_weights::choose(&arms, &config.weights, &rule, depth));
-    let weights = chosen.as_ref().map_or(config.weights, |c| c.weights);
+    let weights = chosen
+        .as_ref()
+        .map_or(config.weights, |c| c.applied_to(&config.weights));
     let mut fused = fuse(config.fusion, &arms, &weights, config.rrf_k);
     if let Some(chosen) = &chosen {
         fusion_weights::reserve(&mut fused, chosen);
@@ -250,7 +252,7 @@ pub fn try_run_cued<E>(
         request.full_content,
         kept,
     );
-    if let Some(reserved) = chosen.as_ref().and_then(|c| c.reserved_ref) {
+    if let Some(reserved) = chosen.as_ref().and_then(|c| c.reserved) {
         for message in messages.iter_mut().filter(|m| m.r#ref == reserved) {
             message.match_reason.admission = Some("reservation");
         }

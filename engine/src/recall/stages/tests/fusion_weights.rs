@@ -18,6 +18,13 @@ fn list(arm: Arm, scores: &[Option<f64>], first_id: i64) -> ArmList {
     )
 }
 
+/// A vector list of 50 rows, mem:1 at cosine 0.9 and mem:2..=50 at 0.5: standout 7.0.
+fn sure_vector() -> ArmList {
+    let mut scores = vec![Some(0.9)];
+    scores.extend(std::iter::repeat_n(Some(0.5), 49));
+    list(Arm::VectorNear, &scores, 1)
+}
+
 #[test]
 fn standout_is_the_best_score_in_standard_deviations_above_the_mean() {
     // mean 0.6, population sd 0.2: (1.0 − 0.6) / 0.2 = 2.
@@ -91,7 +98,7 @@ fn a_less_decisive_lexical_arm_is_weighed_down_to_its_ratio_but_never_below_the_
     let c = &chosen.lexical[0];
     assert_eq!(c.arm, Arm::MemoryKeyword);
     assert!((c.factor - 0.5).abs() < 1e-12, "{c:?}");
-    assert!((chosen.weights.memory_keyword - 0.5).abs() < 1e-12);
+    assert!((chosen.applied_to(&base).memory_keyword - 0.5).abs() < 1e-12);
     assert!(c.reason.contains("less decisive"), "{}", c.reason);
     // Squared: 0.25.
     let squared = AdaptiveFusion { power: 2.0, ..rule };
@@ -105,9 +112,9 @@ fn a_less_decisive_lexical_arm_is_weighed_down_to_its_ratio_but_never_below_the_
         "{:?}",
         chosen.lexical[0]
     );
-    assert_eq!(chosen.weights, base);
+    assert_eq!(chosen.applied_to(&base), base);
     // The vector weights are the configured ones.
-    assert_eq!(chosen.weights.vector_near, base.vector_near);
+    assert_eq!(chosen.applied_to(&base).vector_near, base.vector_near);
     // A floor above the ratio holds the weight at the floor, times the configured weight.
     let base = ArmWeights {
         memory_keyword: 2.0,
@@ -121,7 +128,7 @@ fn a_less_decisive_lexical_arm_is_weighed_down_to_its_ratio_but_never_below_the_
     };
     let chosen = choose(&[decisive_vector(), lexical], &base, &rule, 6);
     assert!((chosen.lexical[0].factor - 0.75).abs() < 1e-12);
-    assert!((chosen.weights.memory_keyword - 1.5).abs() < 1e-12);
+    assert!((chosen.applied_to(&base).memory_keyword - 1.5).abs() < 1e-12);
 }
 
 #[test]
@@ -146,7 +153,10 @@ fn a_decisive_or_unjudged_lexical_arm_keeps_its_weight() {
     assert!(chosen.lexical[0].reason.contains("as decisive"));
     assert_eq!(chosen.lexical[1].factor, 1.0);
     assert!(chosen.lexical[1].reason.contains("too few scores"));
-    assert_eq!(chosen.weights, ArmWeights::default());
+    assert_eq!(
+        chosen.applied_to(&ArmWeights::default()),
+        ArmWeights::default()
+    );
     // Without a judgeable vector list nothing moves either.
     let chosen = choose(
         &[
@@ -167,7 +177,10 @@ fn a_decisive_or_unjudged_lexical_arm_keeps_its_weight() {
             .reason
             .contains("vector arm could not be judged")
     );
-    assert_eq!(chosen.weights, ArmWeights::default());
+    assert_eq!(
+        chosen.applied_to(&ArmWeights::default()),
+        ArmWeights::default()
+    );
 }
 
 #[test]
@@ -180,9 +193,7 @@ fn the_rule_lets_the_embedders_decisive_top_row_keep_first_place() {
     // ranks mem:41, the vector arm's 41st row, first. Fixed RRF puts mem:41 first
     // (1/101 + 1/61 > 1/61); with the lexical vote at (1.7 / 7.0)^2 = 0.06 of its weight it
     // falls below mem:1.
-    let mut scores = vec![Some(0.9)];
-    scores.extend(std::iter::repeat_n(Some(0.5), 49));
-    let vector = list(Arm::VectorNear, &scores, 1);
+    let vector = sure_vector();
     let lexical = ArmList::ranked(
         Arm::MemoryKeyword,
         std::iter::once(41i64)
@@ -235,9 +246,7 @@ fn a_decisive_vector_arm_reserves_first_place_for_its_first_row() {
     use crate::recall::stages::fusion_weights::reserve;
     // Vector standout 7.0 (one outlier over 50 rows); a second arm lists mem:2 and mem:60..
     // in both lists, so fixed RRF puts mem:2 (both arms) above mem:1 (one arm).
-    let mut scores = vec![Some(0.9)];
-    scores.extend(std::iter::repeat_n(Some(0.5), 49));
-    let vector = list(Arm::VectorNear, &scores, 1);
+    let vector = sure_vector();
     let lexical = ArmList::ranked(
         Arm::MemoryKeyword,
         [(Ref::mem(2), Some(9.0)), (Ref::mem(3), Some(1.0))],
@@ -248,7 +257,7 @@ fn a_decisive_vector_arm_reserves_first_place_for_its_first_row() {
     let score_of_1 = fused.iter().find(|c| c.r#ref == Ref::mem(1)).unwrap().score;
     let rule = AdaptiveFusion::default();
     let chosen = choose(&lists, &W::default(), &rule, 50);
-    assert_eq!(chosen.reserved.as_deref(), Some("mem:1"));
+    assert_eq!(chosen.reserved, Some(Ref::mem(1)));
     reserve(&mut fused, &chosen);
     let order: Vec<Ref> = fused.iter().take(3).map(|c| c.r#ref).collect();
     assert_eq!(order, [Ref::mem(1), Ref::mem(2), Ref::mem(3)]);
